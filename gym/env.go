@@ -1,0 +1,214 @@
+package gym
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Env is one live environment, driven by exactly one Session. Reset, Step and
+// Close are never called concurrently on the same Env; the Session orders
+// them, enforces deadlines through ctx, and validates actions against the
+// kind's ActionSchema before Step sees them.
+//
+// Reset starts an episode of task. The seed makes it deterministic: the same
+// task, seed and actions give the same observations. Options are the
+// client's, free-form per kind. Reset is called again for every new episode
+// on the same Env.
+//
+// Step applies an action and returns the next state. An error returned from
+// Step ends the session; wrap it with AgentFault or InfraFault to say whose
+// fault it was (unwrapped errors count as the infrastructure's). A mistake the
+// agent can recover from (a failed command, a bad tool argument) is not an
+// error: it is the observation.
+//
+// Close releases everything the env holds. It is called once per Env, also
+// after a failed Reset or Step, and must not block past ctx.
+type Env interface {
+	Reset(ctx context.Context, task *Task, seed int64, opts Options) (Observation, Info, error)
+	Step(ctx context.Context, action Action) (Transition, error)
+	Close(ctx context.Context) error
+}
+
+// Kind makes Envs of one kind. A Kind is registered once, by name, from its
+// package's init; New is called concurrently.
+type Kind interface {
+	Spec() Spec
+	New(ctx context.Context) (Env, error)
+}
+
+// Verifier is implemented by an Env whose outcome is judged after the
+// agent's last action, from inputs the agent never saw. The Session calls
+// Verify once when an episode terminates, before acknowledging the
+// terminating step; its reward replaces the step's reward and is recorded as
+// an event with source "verifier".
+type Verifier interface {
+	Verify(ctx context.Context) (reward float64, info Info, err error)
+}
+
+// Spec describes a kind for env.describe and for validation.
+type Spec struct {
+	// Name carries a version, as in "guess-v1". A changed contract is a new name.
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// ActionSchema and ObservationSchema are JSON Schemas of an Action and
+	// an Observation object ({"parts":[...]}); see PartsSchema.
+	ActionSchema      json.RawMessage `json:"action_schema"`
+	ObservationSchema json.RawMessage `json:"observation_schema"`
+	// Limits are the defaults for tasks that set none.
+	Limits Limits `json:"limits"`
+	// Tasks are built-in tasks, such as smoke tasks for the demo.
+	Tasks []Task `json:"tasks,omitempty"`
+}
+
+// Info is free-form, JSON-encodable detail next to an observation.
+type Info map[string]any
+
+// Options are the client's per-episode settings for Reset.
+type Options map[string]any
+
+// Transition is the result of one Step: Gymnasium's (observation, reward,
+// terminated, truncated, info). Terminated means the task reached an end
+// state (success or failure) and the verifier may run; Truncated means the
+// episode was cut off (step limit, deadline, infrastructure) and its outcome
+// is unknown. Both may be false; a Session sets Truncated itself when a
+// limit is hit.
+type Transition struct {
+	Observation Observation `json:"observation"`
+	Reward      float64     `json:"reward"`
+	Terminated  bool        `json:"terminated"`
+	Truncated   bool        `json:"truncated"`
+	Info        Info        `json:"info,omitempty"`
+}
+
+var (
+	kindsMu sync.RWMutex
+	kinds   = map[string]registered{}
+)
+
+type registered struct {
+	kind   Kind
+	spec   Spec
+	action *Schema
+}
+
+// Register makes a kind available under its Spec's name. It panics if kind
+// is nil, the name lacks a version ("name-vN"), a schema does not compile,
+// or the name is taken, as database/sql.Register does.
+func Register(kind Kind) {
+	if kind == nil {
+		panic("gym: Register kind is nil")
+	}
+	spec := kind.Spec()
+	if _, _, err := ParseKindName(spec.Name); err != nil {
+		panic("gym: Register: " + err.Error())
+	}
+	action, err := CompileSchema(spec.ActionSchema)
+	if err != nil {
+		panic(fmt.Sprintf("gym: Register %s: action schema: %v", spec.Name, err))
+	}
+	if _, err := CompileSchema(spec.ObservationSchema); err != nil {
+		panic(fmt.Sprintf("gym: Register %s: observation schema: %v", spec.Name, err))
+	}
+	kindsMu.Lock()
+	defer kindsMu.Unlock()
+	if _, dup := kinds[spec.Name]; dup {
+		panic("gym: Register called twice for kind " + spec.Name)
+	}
+	kinds[spec.Name] = registered{kind: kind, spec: spec, action: action}
+}
+
+// Kinds returns the registered kind names, sorted.
+func Kinds() []string {
+	kindsMu.RLock()
+	defer kindsMu.RUnlock()
+	out := make([]string, 0, len(kinds))
+	for n := range kinds {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Lookup returns the Spec of a registered kind, or an ErrUnknownKind error
+// that lists the kinds there are.
+func Lookup(name string) (Spec, error) {
+	r, err := lookup(name)
+	return r.spec, err
+}
+
+func lookup(name string) (registered, error) {
+	kindsMu.RLock()
+	r, ok := kinds[name]
+	kindsMu.RUnlock()
+	if !ok {
+		return registered{}, fmt.Errorf("%w %q (registered: %s)", ErrUnknownKind, name, strings.Join(Kinds(), ", "))
+	}
+	return r, nil
+}
+
+// ParseKindName splits "guess-v1" into "guess" and 1.
+func ParseKindName(name string) (base string, version int, err error) {
+	i := strings.LastIndex(name, "-v")
+	if i <= 0 {
+		return "", 0, fmt.Errorf("kind name %q has no version: want name-vN, as in echo-v1", name)
+	}
+	v, err := strconv.Atoi(name[i+2:])
+	if err != nil || v < 0 {
+		return "", 0, fmt.Errorf("kind name %q has a bad version: want name-vN, as in echo-v1", name)
+	}
+	return name[:i], v, nil
+}
+
+// Limits bound an episode. Zero fields mean "the kind's default", and the
+// kind's zero means "the manager's default".
+type Limits struct {
+	MaxSteps       int      `json:"max_steps,omitempty"`
+	StepTimeout    Duration `json:"step_timeout,omitempty"`
+	EpisodeTimeout Duration `json:"episode_timeout,omitempty"`
+}
+
+// Or fills l's zero fields from d.
+func (l Limits) Or(d Limits) Limits {
+	if l.MaxSteps == 0 {
+		l.MaxSteps = d.MaxSteps
+	}
+	if l.StepTimeout == 0 {
+		l.StepTimeout = d.StepTimeout
+	}
+	if l.EpisodeTimeout == 0 {
+		l.EpisodeTimeout = d.EpisodeTimeout
+	}
+	return l
+}
+
+// Duration is a time.Duration that reads and writes JSON as a string such as
+// "30s" (a bare number is taken as seconds).
+type Duration time.Duration
+
+// MarshalJSON writes "1m30s".
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads "1m30s" or 90.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("duration %q: want a Go duration such as \"30s\" or \"2m\"", s)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return fmt.Errorf("duration %s: want a string such as \"30s\" or a number of seconds", b)
+	}
+	*d = Duration(f * float64(time.Second))
+	return nil
+}

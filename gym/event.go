@@ -1,0 +1,87 @@
+package gym
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// EventType names what an Event records.
+type EventType string
+
+const (
+	EventSessionCreated EventType = "session.created" // a session was admitted
+	EventReset          EventType = "reset"           // an episode began; carries the first observation
+	EventStep           EventType = "step"            // an action and its next state
+	EventReward         EventType = "reward"          // a reward that arrived after its step (verifier, judge)
+	EventSessionClosed  EventType = "session.closed"  // a session ended; Reason says why
+)
+
+// Event is one entry of the trajectory record. Steps are appended before they
+// are acknowledged; rewards that arrive later refer to their step by StepID.
+// Seq is assigned by the Recorder: it increases across the whole store, so a
+// subscriber or a resuming client asks for the events after a Seq it saw.
+type Event struct {
+	Seq     int64     `json:"seq"`
+	Type    EventType `json:"type"`
+	Time    time.Time `json:"time"`
+	Session string    `json:"session"`
+	Run     string    `json:"run,omitempty"`
+	Env     string    `json:"env"`
+	Task    string    `json:"task,omitempty"`
+	// Episode counts resets within the session, from 1.
+	Episode int `json:"episode,omitempty"`
+	// Step is the step's index within its episode, from 1 (0 for a reset).
+	Step   int    `json:"step,omitempty"`
+	StepID string `json:"step_id,omitempty"`
+	Seed   *int64 `json:"seed,omitempty"`
+
+	Action      *Action      `json:"action,omitempty"`
+	Observation *Observation `json:"observation,omitempty"`
+	Reward      *float64     `json:"reward,omitempty"`
+	Terminated  bool         `json:"terminated,omitempty"`
+	Truncated   bool         `json:"truncated,omitempty"`
+	Info        Info         `json:"info,omitempty"`
+
+	// Source names who gave a reward event's reward: "verifier", "judge:prm", ...
+	Source string `json:"source,omitempty"`
+	// Failure labels a failed step or session end with whose fault it was.
+	Failure *Failure `json:"failure,omitempty"`
+	// Reason says why a session closed: one of the Close* constants.
+	Reason string `json:"reason,omitempty"`
+	// DurationUS is how long the env took, in microseconds.
+	DurationUS int64 `json:"duration_us,omitempty"`
+}
+
+// Reasons a session closes, recorded in its session.closed event.
+const (
+	CloseClient   = "client"   // the client closed it
+	CloseIdle     = "idle"     // no request for longer than the idle TTL
+	CloseShutdown = "shutdown" // the server shut down
+	CloseInfra    = "infra"    // the env failed; see the event's Failure
+	CloseCreate   = "create"   // the first reset failed
+)
+
+// Recorder appends events durably. Append assigns ev.Seq and returns once the
+// event will survive a crash of the process; a Session acknowledges a step
+// only after that. Append is called concurrently by many sessions.
+type Recorder interface {
+	Append(ctx context.Context, ev *Event) error
+}
+
+// RecorderFunc adapts a function to Recorder.
+type RecorderFunc func(ctx context.Context, ev *Event) error
+
+// Append calls f.
+func (f RecorderFunc) Append(ctx context.Context, ev *Event) error { return f(ctx, ev) }
+
+// Discard is a Recorder that numbers events and keeps nothing, for tests and
+// benchmarks of the gym alone.
+var Discard Recorder = &discard{}
+
+type discard struct{ seq atomic.Int64 }
+
+func (d *discard) Append(_ context.Context, ev *Event) error {
+	ev.Seq = d.seq.Add(1)
+	return nil
+}

@@ -1,0 +1,367 @@
+package gym
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Config configures a Manager. Zero fields take the stated defaults.
+type Config struct {
+	// Recorder receives every event; nil means Discard.
+	Recorder Recorder
+	// MaxSessions caps live sessions; creating one more is a *CapacityError.
+	// Default 16384.
+	MaxSessions int
+	// IdleTTL closes a session that has had no request for this long.
+	// Default 10 minutes.
+	IdleTTL time.Duration
+	// ReapInterval is how often idle sessions are looked for. Default
+	// IdleTTL/4, at least 100ms.
+	ReapInterval time.Duration
+	// Limits apply where neither the task nor its kind sets one. Defaults:
+	// 1000 steps, a 60s step deadline, a 1h episode deadline.
+	Limits Limits
+	// CloseTimeout bounds an env's Close. Default 30s.
+	CloseTimeout time.Duration
+	// Tasks resolves task ids given at create; nil knows only the kinds'
+	// built-in tasks.
+	Tasks *Catalog
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Manager owns the live sessions: it admits them under capacity limits, finds
+// them by id, reaps idle ones, and closes them all on Shutdown.
+type Manager struct {
+	cfg Config
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+	draining bool
+
+	quit   chan struct{}
+	reaper sync.WaitGroup
+	once   sync.Once
+}
+
+// NewManager starts a Manager and its idle reaper. Call Shutdown to stop it.
+func NewManager(cfg Config) *Manager {
+	if cfg.Recorder == nil {
+		cfg.Recorder = Discard
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = 16384
+	}
+	if cfg.IdleTTL <= 0 {
+		cfg.IdleTTL = 10 * time.Minute
+	}
+	if cfg.ReapInterval <= 0 {
+		cfg.ReapInterval = max(cfg.IdleTTL/4, 100*time.Millisecond)
+	}
+	cfg.Limits = cfg.Limits.Or(Limits{MaxSteps: 1000, StepTimeout: Duration(time.Minute), EpisodeTimeout: Duration(time.Hour)})
+	if cfg.CloseTimeout <= 0 {
+		cfg.CloseTimeout = 30 * time.Second
+	}
+	if cfg.Tasks == nil {
+		cfg.Tasks = NewCatalog()
+	}
+	m := &Manager{cfg: cfg, sessions: make(map[string]*Session), quit: make(chan struct{})}
+	m.reaper.Add(1)
+	go m.reap()
+	return m
+}
+
+func (m *Manager) log() *slog.Logger {
+	if m.cfg.Logger != nil {
+		return m.cfg.Logger
+	}
+	return slog.Default()
+}
+
+// Tasks returns the manager's task catalog.
+func (m *Manager) Tasks() *Catalog { return m.cfg.Tasks }
+
+// CreateRequest asks for a new session.
+type CreateRequest struct {
+	// Env is the kind name; it may be left empty when Task or TaskID says it.
+	Env string `json:"env,omitempty"`
+	// TaskID names a task in the manager's catalog.
+	TaskID string `json:"task_id,omitempty"`
+	// Task is an inline task; it wins over TaskID.
+	Task *Task `json:"task,omitempty"`
+	Seed int64 `json:"seed,omitempty"`
+	// Options are passed to the env's Reset.
+	Options Options `json:"options,omitempty"`
+	// Run labels the session's events, for filtering and export.
+	Run    string            `json:"run,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// Create admits a session, makes its env and runs the first reset. Over
+// capacity it returns a *CapacityError at once; while shutting down,
+// ErrDraining.
+func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Session, ResetResult, error) {
+	task, err := m.resolveTask(req)
+	if err != nil {
+		return nil, ResetResult{}, err
+	}
+	reg, err := lookup(task.Env)
+	if err != nil {
+		return nil, ResetResult{}, err
+	}
+	s := &Session{ID: newID(), Run: req.Run, Kind: task.Env, m: m, reg: reg, labels: req.Labels, task: task}
+	if err := m.admit(s); err != nil {
+		return nil, ResetResult{}, err
+	}
+	// The session is registered but busy, so the reaper leaves it alone
+	// and other requests wait on s.mu until the first reset is done.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer m.leave(s)
+	env, err := m.newEnv(ctx, reg)
+	if err != nil {
+		m.forget(s)
+		return nil, ResetResult{}, err
+	}
+	s.env = env
+	ev := &Event{Type: EventSessionCreated, Time: time.Now(), Session: s.ID, Run: s.Run, Env: s.Kind, Task: task.ID}
+	if err := m.record(ctx, ev); err != nil {
+		s.closeLocked(context.WithoutCancel(ctx), CloseCreate, FailureOf(err))
+		return nil, ResetResult{}, err
+	}
+	res, err := s.reset(ctx, task, req.Seed, req.Options)
+	if err != nil {
+		s.closeLocked(context.WithoutCancel(ctx), CloseCreate, FailureOf(err))
+		return nil, ResetResult{}, err
+	}
+	return s, res, nil
+}
+
+func (m *Manager) newEnv(ctx context.Context, reg registered) (env Env, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = InfraFault("panic", fmt.Errorf("kind %s panicked in New: %v", reg.spec.Name, p))
+		}
+	}()
+	env, err = reg.kind.New(ctx)
+	if err == nil && env == nil {
+		err = InfraFault("new", fmt.Errorf("kind %s returned no env", reg.spec.Name))
+	}
+	return env, err
+}
+
+func (m *Manager) resolveTask(req CreateRequest) (*Task, error) {
+	var t *Task
+	switch {
+	case req.Task != nil:
+		c := *req.Task
+		t = &c
+		if t.Env == "" {
+			t.Env = req.Env
+		}
+		if err := t.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+		}
+	case req.TaskID != "":
+		var ok bool
+		t, ok = m.cfg.Tasks.Get(req.Env, req.TaskID)
+		if !ok {
+			return nil, fmt.Errorf("%w %q (list them with env.describe or `nextstate tasks list`)", ErrUnknownTask, req.TaskID)
+		}
+	case req.Env != "":
+		if _, err := lookup(req.Env); err != nil {
+			return nil, err
+		}
+		t = &Task{Env: req.Env}
+	default:
+		return nil, fmt.Errorf("%w: say which env (\"env\") or task (\"task_id\" or \"task\")", ErrBadRequest)
+	}
+	if req.Env != "" && t.Env != req.Env {
+		return nil, fmt.Errorf("%w: task %q is for %s, not %s", ErrBadRequest, t.ID, t.Env, req.Env)
+	}
+	return t, nil
+}
+
+func (m *Manager) admit(s *Session) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.draining {
+		return ErrDraining
+	}
+	if len(m.sessions) >= m.cfg.MaxSessions {
+		return &CapacityError{Limit: "sessions", Max: m.cfg.MaxSessions, RetryAfter: time.Second}
+	}
+	s.busy = 1
+	s.lastActive = time.Now()
+	m.sessions[s.ID] = s
+	return nil
+}
+
+// Get returns a live session.
+func (m *Manager) Get(id string) (*Session, error) {
+	m.mu.Lock()
+	s, ok := m.sessions[id]
+	m.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("%w %q: it was never created, or it was closed (closed sessions keep their events)", ErrUnknownSession, id)
+	}
+	return s, nil
+}
+
+// Len returns the number of live sessions.
+func (m *Manager) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.sessions)
+}
+
+// enter marks a request in flight on s, so the reaper skips it.
+func (m *Manager) enter(s *Session) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sessions[s.ID] != s {
+		return fmt.Errorf("%w: %s", ErrSessionClosed, s.ID)
+	}
+	s.busy++
+	s.lastActive = time.Now()
+	return nil
+}
+
+func (m *Manager) leave(s *Session) {
+	m.mu.Lock()
+	s.busy--
+	s.lastActive = time.Now()
+	m.mu.Unlock()
+}
+
+func (m *Manager) forget(s *Session) {
+	m.mu.Lock()
+	if m.sessions[s.ID] == s {
+		delete(m.sessions, s.ID)
+	}
+	m.mu.Unlock()
+}
+
+func (m *Manager) record(ctx context.Context, ev *Event) error {
+	if err := m.cfg.Recorder.Append(ctx, ev); err != nil {
+		return InfraFault("store", fmt.Errorf("recording %s event: %w", ev.Type, err))
+	}
+	return nil
+}
+
+// Close closes a session with a reason. Closing an unknown or closed
+// session is not an error, so Close is idempotent.
+func (m *Manager) Close(ctx context.Context, id, reason string) error {
+	m.mu.Lock()
+	s, ok := m.sessions[id]
+	m.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closeLocked(ctx, reason, nil)
+}
+
+// AddReward records a reward that arrived after its step (a judge's vote, a
+// late verifier), keyed by the step's id. The session may be closed already;
+// the reward joins its record all the same.
+func (m *Manager) AddReward(ctx context.Context, ev Event) (int64, error) {
+	if ev.Session == "" || ev.StepID == "" || ev.Reward == nil || ev.Source == "" {
+		return 0, fmt.Errorf("%w: a reward needs session, step_id, reward and source", ErrBadRequest)
+	}
+	ev.Type = EventReward
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	if err := m.record(ctx, &ev); err != nil {
+		return 0, err
+	}
+	return ev.Seq, nil
+}
+
+// reap closes sessions idle for longer than IdleTTL, until Shutdown.
+func (m *Manager) reap() {
+	defer m.reaper.Done()
+	t := time.NewTicker(m.cfg.ReapInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.quit:
+			return
+		case <-t.C:
+		}
+		cutoff := time.Now().Add(-m.cfg.IdleTTL)
+		var idle []*Session
+		m.mu.Lock()
+		for _, s := range m.sessions {
+			if s.busy == 0 && s.lastActive.Before(cutoff) {
+				idle = append(idle, s)
+			}
+		}
+		m.mu.Unlock()
+		for _, s := range idle {
+			if !s.mu.TryLock() {
+				continue // a request just arrived
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CloseTimeout)
+			if err := s.closeLocked(ctx, CloseIdle, nil); err != nil {
+				m.log().Warn("closing idle session", "session", s.ID, "err", err)
+			}
+			cancel()
+			s.mu.Unlock()
+		}
+	}
+}
+
+// Drain stops admitting sessions; Create returns ErrDraining from now on.
+func (m *Manager) Drain() {
+	m.mu.Lock()
+	m.draining = true
+	m.mu.Unlock()
+}
+
+// Shutdown stops admitting, waits for in-flight requests, closes every
+// session with reason "shutdown" and stops the reaper. It waits no longer
+// than ctx; sessions still busy then are closed after their request ends.
+// Shutdown is idempotent.
+func (m *Manager) Shutdown(ctx context.Context) error {
+	m.Drain()
+	m.once.Do(func() { close(m.quit) })
+	m.reaper.Wait()
+	m.mu.Lock()
+	all := make([]*Session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		all = append(all, s)
+	}
+	m.mu.Unlock()
+	var firstErr error
+	for _, s := range all {
+		done := make(chan error, 1)
+		go func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			done <- s.closeLocked(context.WithoutCancel(ctx), CloseShutdown, nil)
+		}()
+		select {
+		case err := <-done:
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("shutdown: %d sessions still busy: %w", m.Len(), ctx.Err())
+		}
+	}
+	return firstErr
+}
+
+func newID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return "s_" + hex.EncodeToString(b[:])
+}

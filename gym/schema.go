@@ -1,0 +1,180 @@
+package gym
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync/atomic"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// partSchemas holds the JSON Schema of each part type. They are the wire
+// contract documented in docs/protocol.md; env.describe returns them inside
+// each kind's action and observation schemas.
+var partSchemas = map[PartType]string{
+	PartText: `{"type":"object","required":["type","text"],"additionalProperties":false,
+		"properties":{"type":{"const":"text"},"text":{"type":"string"}}}`,
+	PartToolCall: `{"type":"object","required":["type","tool_call"],"additionalProperties":false,
+		"properties":{"type":{"const":"tool_call"},"tool_call":{"type":"object","required":["function"],
+			"properties":{"id":{"type":"string"},"type":{"const":"function"},
+				"function":{"type":"object","required":["name","arguments"],
+					"properties":{"name":{"type":"string","minLength":1},"arguments":{"type":"string"}}}}}}}`,
+	PartToolResult: `{"type":"object","required":["type","tool_result"],"additionalProperties":false,
+		"properties":{"type":{"const":"tool_result"},"tool_result":{"type":"object","required":["content"],
+			"properties":{"tool_call_id":{"type":"string"},"name":{"type":"string"},"content":{"type":"string"},"is_error":{"type":"boolean"}}}}}`,
+	PartGUIAction: `{"type":"object","required":["type","gui_action"],"additionalProperties":false,
+		"properties":{"type":{"const":"gui_action"},"gui_action":{"type":"object","required":["action"],"additionalProperties":false,
+			"properties":{"action":{"enum":["click","double_click","right_click","move","drag","type","key","scroll","wait","click_element","done"]},
+				"x":{"type":"integer"},"y":{"type":"integer"},"to_x":{"type":"integer"},"to_y":{"type":"integer"},
+				"text":{"type":"string"},"key":{"type":"string"},"dx":{"type":"integer"},"dy":{"type":"integer"},
+				"ms":{"type":"integer","minimum":0},"ref":{"type":"string"}}}}}`,
+	PartImage: `{"type":"object","required":["type","image"],"additionalProperties":false,
+		"properties":{"type":{"const":"image"},"image":{"$ref":"#/$defs/blob"}}}`,
+	PartFile: `{"type":"object","required":["type","file"],"additionalProperties":false,
+		"properties":{"type":{"const":"file"},"file":{"allOf":[{"$ref":"#/$defs/blob"},{"type":"object","required":["path"],"properties":{"path":{"type":"string"}}}]}}}`,
+}
+
+const blobSchema = `{"type":"object","required":["mime"],
+	"properties":{"mime":{"type":"string"},"data":{"type":"string","contentEncoding":"base64"},"ref":{"type":"string"},
+		"size":{"type":"integer"},"width":{"type":"integer"},"height":{"type":"integer"}}}`
+
+// PartsSchema returns the JSON Schema of an object {"parts":[...]} whose parts
+// are of the given types, with at least minParts and at most maxParts of them
+// (maxParts 0: no upper bound). Kinds use it to build their Spec schemas.
+func PartsSchema(minParts, maxParts int, types ...PartType) json.RawMessage {
+	if len(types) == 0 {
+		types = PartTypes
+	}
+	var b strings.Builder
+	b.WriteString(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","required":["parts"],"properties":{"parts":{"type":"array"`)
+	fmt.Fprintf(&b, `,"minItems":%d`, minParts)
+	if maxParts > 0 {
+		fmt.Fprintf(&b, `,"maxItems":%d`, maxParts)
+	}
+	b.WriteString(`,"items":{"oneOf":[`)
+	for i, t := range types {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"$ref":"#/$defs/%s"}`, t)
+	}
+	b.WriteString(`]}}},"$defs":{"blob":`)
+	b.WriteString(blobSchema)
+	for _, t := range types {
+		fmt.Fprintf(&b, `,%q:%s`, string(t), partSchemas[t])
+	}
+	b.WriteString(`}}`)
+	var out bytes.Buffer
+	if err := json.Compact(&out, []byte(b.String())); err != nil {
+		panic("gym: bad built-in part schema: " + err.Error())
+	}
+	return out.Bytes()
+}
+
+// Schema is a compiled JSON Schema. The zero value accepts everything.
+type Schema struct {
+	raw json.RawMessage
+	sch *jsonschema.Schema
+}
+
+var schemaSeq atomic.Int64
+
+// CompileSchema compiles a JSON Schema document (draft 2020-12 unless it says
+// otherwise).
+func CompileSchema(doc json.RawMessage) (*Schema, error) {
+	if len(doc) == 0 {
+		return &Schema{}, nil
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		return nil, fmt.Errorf("schema is not JSON: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	url := fmt.Sprintf("mem://schema/%d.json", schemaSeq.Add(1))
+	if err := c.AddResource(url, v); err != nil {
+		return nil, err
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return nil, err
+	}
+	return &Schema{raw: doc, sch: s}, nil
+}
+
+// Raw returns the schema document.
+func (s *Schema) Raw() json.RawMessage { return s.raw }
+
+// Validate checks a JSON document against the schema and returns a
+// *SchemaError that says every place it fails.
+func (s *Schema) Validate(doc []byte) error {
+	if s == nil || s.sch == nil {
+		return nil
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		return &SchemaError{Problems: []string{"not JSON: " + err.Error()}}
+	}
+	return s.ValidateValue(v)
+}
+
+// ValidateValue checks a decoded JSON value (as encoding/json decodes into
+// any, with json.Number or float64 numbers).
+func (s *Schema) ValidateValue(v any) error {
+	if s == nil || s.sch == nil {
+		return nil
+	}
+	err := s.sch.Validate(v)
+	if err == nil {
+		return nil
+	}
+	ve, ok := err.(*jsonschema.ValidationError)
+	if !ok {
+		return &SchemaError{Problems: []string{err.Error()}}
+	}
+	return &SchemaError{Problems: flatten(ve)}
+}
+
+// SchemaError lists where a document fails its schema, each problem as
+// "at /parts/0/type: value must be one of ...".
+type SchemaError struct {
+	Problems []string
+}
+
+func (e *SchemaError) Error() string {
+	return "does not match the schema: " + strings.Join(e.Problems, "; ")
+}
+
+// flatten keeps the leaves of a validation error tree, which name the
+// precise failures, and drops duplicates.
+func flatten(ve *jsonschema.ValidationError) []string {
+	seen := map[string]bool{}
+	var out []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			loc := "/" + strings.Join(e.InstanceLocation, "/")
+			msg := fmt.Sprintf("at %s: %s", loc, e.ErrorKind.LocalizedString(nil))
+			if !seen[msg] {
+				seen[msg] = true
+				out = append(out, msg)
+			}
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	sort.Strings(out)
+	if len(out) > 8 {
+		out = append(out[:8], fmt.Sprintf("and %d more", len(out)-8))
+	}
+	return out
+}
+
+// PartSchema returns the JSON Schema of one part type, with "#/$defs/blob"
+// references resolved against PartsSchema's $defs.
+func PartSchema(t PartType) json.RawMessage { return json.RawMessage(partSchemas[t]) }

@@ -1,0 +1,151 @@
+// Package testenvs registers two small built-in env kinds for tests,
+// benchmarks and the demo, so nextstate runs with nothing else installed:
+//
+//   - guess-v1: guess a secret integer; each next state says "higher" or
+//     "lower", so it has both an outcome reward (1 for the right number,
+//     given by a verifier from state the agent never sees) and a natural
+//     next-state signal. Task data: {"low": 1, "high": 100}. The secret is
+//     drawn from the reset seed.
+//   - echo-v1: answers each text action with the same text. It never ends by
+//     itself (an action of "/done" terminates it) and does no work, so it
+//     measures the gym and server alone.
+//
+// Import it for its side effect: import _ "github.com/nextstate-rl/nextstate/gym/testenvs".
+package testenvs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nextstate-rl/nextstate/gym"
+)
+
+func init() {
+	gym.Register(guessKind{})
+	gym.Register(echoKind{})
+}
+
+// GuessData is guess-v1's task data.
+type GuessData struct {
+	Low  int `json:"low"`
+	High int `json:"high"`
+}
+
+type guessKind struct{}
+
+func (guessKind) Spec() gym.Spec {
+	return gym.Spec{
+		Name:              "guess-v1",
+		Description:       "Guess a secret integer in [low, high]; each guess is answered higher, lower or correct.",
+		ActionSchema:      gym.PartsSchema(1, 1, gym.PartText),
+		ObservationSchema: gym.PartsSchema(1, 1, gym.PartText),
+		Limits:            gym.Limits{MaxSteps: 20, StepTimeout: gym.Duration(5 * time.Second), EpisodeTimeout: gym.Duration(10 * time.Minute)},
+		Tasks: []gym.Task{
+			guessTask("guess-1-100", 1, 100, 10, "train"),
+			guessTask("guess-1-1000", 1, 1000, 12, "train"),
+			guessTask("guess-1-50", 1, 50, 8, "test"),
+		},
+	}
+}
+
+func guessTask(id string, lo, hi, steps int, split string) gym.Task {
+	d, _ := json.Marshal(GuessData{Low: lo, High: hi})
+	return gym.Task{
+		ID: id, Env: "guess-v1", Split: split, Data: d,
+		Instruction: fmt.Sprintf("Guess the secret integer between %d and %d. Answer with the number alone; "+
+			"after each guess you are told whether the secret is higher or lower.", lo, hi),
+		Limits: gym.Limits{MaxSteps: steps},
+	}
+}
+
+func (guessKind) New(context.Context) (gym.Env, error) { return &guess{}, nil }
+
+type guess struct {
+	data   GuessData
+	secret int
+	last   int
+	hasAny bool
+}
+
+func (g *guess) Reset(_ context.Context, task *gym.Task, seed int64, _ gym.Options) (gym.Observation, gym.Info, error) {
+	g.data = GuessData{Low: 1, High: 100}
+	if len(task.Data) > 0 {
+		if err := json.Unmarshal(task.Data, &g.data); err != nil {
+			return gym.Observation{}, nil, gym.AgentFault("bad_task", fmt.Errorf("guess-v1 task data: %w (want {\"low\":1,\"high\":100})", err))
+		}
+	}
+	if g.data.High < g.data.Low {
+		return gym.Observation{}, nil, gym.AgentFault("bad_task", fmt.Errorf("guess-v1 task data: high %d is below low %d", g.data.High, g.data.Low))
+	}
+	r := rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
+	g.secret = g.data.Low + r.IntN(g.data.High-g.data.Low+1)
+	g.hasAny = false
+	instr := task.Instruction
+	if instr == "" {
+		instr = fmt.Sprintf("Guess the secret integer between %d and %d.", g.data.Low, g.data.High)
+	}
+	return gym.TextObservation(instr), gym.Info{"low": g.data.Low, "high": g.data.High}, nil
+}
+
+func (g *guess) Step(_ context.Context, a gym.Action) (gym.Transition, error) {
+	s := strings.TrimSpace(a.Text())
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return gym.Transition{Observation: gym.TextObservation(fmt.Sprintf(
+			"%q is not an integer: answer with a whole number between %d and %d.", s, g.data.Low, g.data.High))}, nil
+	}
+	g.last, g.hasAny = n, true
+	switch {
+	case n < g.secret:
+		return gym.Transition{Observation: gym.TextObservation("higher")}, nil
+	case n > g.secret:
+		return gym.Transition{Observation: gym.TextObservation("lower")}, nil
+	}
+	return gym.Transition{Observation: gym.TextObservation("correct"), Reward: 1, Terminated: true}, nil
+}
+
+// Verify checks the last guess against the secret, which the agent never saw.
+func (g *guess) Verify(context.Context) (float64, gym.Info, error) {
+	if g.hasAny && g.last == g.secret {
+		return 1, gym.Info{"secret": g.secret}, nil
+	}
+	return 0, gym.Info{"secret": g.secret}, nil
+}
+
+func (g *guess) Close(context.Context) error { return nil }
+
+type echoKind struct{}
+
+func (echoKind) Spec() gym.Spec {
+	return gym.Spec{
+		Name:              "echo-v1",
+		Description:       "Answers each text action with the same text; \"/done\" ends the episode. Measures the gym alone.",
+		ActionSchema:      gym.PartsSchema(1, 16, gym.PartText),
+		ObservationSchema: gym.PartsSchema(0, 16, gym.PartText),
+		Limits:            gym.Limits{MaxSteps: 1 << 20, StepTimeout: gym.Duration(5 * time.Second)},
+		Tasks: []gym.Task{{ID: "echo-smoke", Env: "echo-v1", Instruction: "Say anything; say /done to finish.",
+			Limits: gym.Limits{MaxSteps: 100}}},
+	}
+}
+
+func (echoKind) New(context.Context) (gym.Env, error) { return &echo{}, nil }
+
+type echo struct{ n int }
+
+func (e *echo) Reset(_ context.Context, task *gym.Task, _ int64, _ gym.Options) (gym.Observation, gym.Info, error) {
+	e.n = 0
+	return gym.TextObservation(task.Instruction), nil, nil
+}
+
+func (e *echo) Step(_ context.Context, a gym.Action) (gym.Transition, error) {
+	e.n++
+	t := a.Text()
+	return gym.Transition{Observation: gym.Observation{Parts: a.Parts}, Terminated: t == "/done", Reward: 0}, nil
+}
+
+func (e *echo) Close(context.Context) error { return nil }
