@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 // partSchemas holds the JSON Schema of each part type. They are the wire
@@ -147,6 +150,11 @@ func (e *SchemaError) Error() string {
 	return "does not match the schema: " + strings.Join(e.Problems, "; ")
 }
 
+// english renders validation messages. The library's messages go through a
+// message.Printer, and a nil one panics; a Printer is copied per call, so one
+// is safe to share.
+var english = message.NewPrinter(language.English)
+
 // flatten keeps the leaves of a validation error tree, which name the
 // precise failures, and drops duplicates.
 func flatten(ve *jsonschema.ValidationError) []string {
@@ -154,16 +162,46 @@ func flatten(ve *jsonschema.ValidationError) []string {
 	var out []string
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			loc := "/" + strings.Join(e.InstanceLocation, "/")
-			msg := fmt.Sprintf("at %s: %s", loc, e.ErrorKind.LocalizedString(nil))
+		add := func(loc []string, what string) {
+			msg := fmt.Sprintf("at /%s: %s", strings.Join(loc, "/"), what)
 			if !seen[msg] {
 				seen[msg] = true
 				out = append(out, msg)
 			}
+		}
+		if len(e.Causes) == 0 {
+			add(e.InstanceLocation, e.ErrorKind.LocalizedString(english))
 			return
 		}
-		for _, c := range e.Causes {
+		causes := e.Causes
+		switch e.ErrorKind.(type) {
+		case *kind.OneOf, *kind.AnyOf:
+			// A oneOf over part types fails in every branch; only the
+			// branches whose "type" matched say what is wrong.
+			var matched []*jsonschema.ValidationError
+			var want []string
+			var got any
+			for _, c := range causes {
+				if k := typeMismatch(c, e.InstanceLocation); k != nil {
+					want, got = append(want, fmt.Sprintf("%q", k.Want)), k.Got
+				} else {
+					matched = append(matched, c)
+				}
+			}
+			if len(matched) == 0 && len(want) > 0 {
+				what := "want " + want[0]
+				if len(want) > 1 {
+					what = "want one of " + strings.Join(want, ", ")
+				}
+				add(append(e.InstanceLocation[:len(e.InstanceLocation):len(e.InstanceLocation)], "type"),
+					fmt.Sprintf("got %q, %s", fmt.Sprint(got), what))
+				return
+			}
+			if len(matched) > 0 {
+				causes = matched
+			}
+		}
+		for _, c := range causes {
 			walk(c)
 		}
 	}
@@ -173,6 +211,21 @@ func flatten(ve *jsonschema.ValidationError) []string {
 		out = append(out[:8], fmt.Sprintf("and %d more", len(out)-8))
 	}
 	return out
+}
+
+// typeMismatch finds, in one branch of a oneOf at loc, the failed
+// {"const": ...} on loc's "type" property: the branch is for another type.
+func typeMismatch(branch *jsonschema.ValidationError, loc []string) *kind.Const {
+	if k, ok := branch.ErrorKind.(*kind.Const); ok && len(branch.InstanceLocation) == len(loc)+1 &&
+		branch.InstanceLocation[len(loc)] == "type" {
+		return k
+	}
+	for _, c := range branch.Causes {
+		if k := typeMismatch(c, loc); k != nil {
+			return k
+		}
+	}
+	return nil
 }
 
 // PartSchema returns the JSON Schema of one part type, with "#/$defs/blob"

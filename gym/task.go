@@ -25,7 +25,7 @@ type Task struct {
 	Data json.RawMessage `json:"data,omitempty"`
 	// Verifier holds the verifier's inputs (expected answers, hidden tests).
 	// It is never sent to agents: the server strips it from task listings.
-	Verifier json.RawMessage `json:"verifier,omitempty"`
+	Verifier json.RawMessage   `json:"verifier,omitempty"`
 	Labels   map[string]string `json:"labels,omitempty"`
 	// Dir is the directory the task was loaded from, for kinds whose tasks
 	// carry files (Terminal-Bench, SWE). Not part of the JSON form.

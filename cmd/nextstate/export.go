@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nextstate-rl/nextstate/gym"
+	"github.com/nextstate-rl/nextstate/server/store"
+)
+
+func newExport() *cobra.Command {
+	var dataDir, format, out string
+	var f store.Filter
+	var types []string
+	c := &cobra.Command{
+		Use:   "export",
+		Short: "Write trajectories out of the store",
+		Long: `Write the store's trajectories as JSON Lines: --format jsonl gives one line per
+episode (steps with actions, next states, rewards and late rewards); --format events
+gives every raw event. See docs/formats.md. The store may be in use by a running server.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, t := range types {
+				f.Types = append(f.Types, gym.EventType(t))
+			}
+			st, err := store.OpenReadOnly(dataDir)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			w := cmd.OutOrStdout()
+			if out != "" && out != "-" {
+				fh, err := os.Create(out)
+				if err != nil {
+					return err
+				}
+				defer fh.Close()
+				w = fh
+			}
+			bw := bufio.NewWriterSize(w, 1<<16)
+			if err := st.Export(cmd.Context(), bw, f, format); err != nil {
+				return fmt.Errorf("export: %w", err)
+			}
+			return bw.Flush()
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&dataDir, "data", defaultDataDir(), "store directory")
+	fl.StringVar(&format, "format", "jsonl", "jsonl (one episode a line) or events (one event a line)")
+	fl.StringVarP(&out, "output", "o", "-", "output file")
+	fl.StringVar(&f.Run, "run", "", "only this run")
+	fl.StringVar(&f.Env, "env", "", "only this env kind")
+	fl.StringVar(&f.Session, "session", "", "only this session")
+	fl.StringVar(&f.Task, "task", "", "only this task")
+	fl.Int64Var(&f.AfterSeq, "after-seq", 0, "only events after this seq")
+	fl.StringSliceVar(&types, "type", nil, "only these event types (events format)")
+	fl.BoolVar(&f.ReadBlobs, "inline-blobs", false, "put blob contents back inline")
+	return c
+}

@@ -1,0 +1,52 @@
+// Command nextstate is the one binary of the nextstate gym: it serves
+// environments to agents (serve), lists env kinds and tasks (envs, tasks),
+// writes trajectories out (export), measures the server (bench), and shows
+// the whole loop on built-in envs (demo). Env kinds are compiled in by the
+// blank imports below.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	_ "github.com/nextstate-rl/nextstate/gym/testenvs"
+	"github.com/nextstate-rl/nextstate/server"
+)
+
+func main() {
+	if err := newRoot().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "nextstate:", err)
+		os.Exit(1)
+	}
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "nextstate",
+		Short:         "An environment gym for training and benchmarking LLM agents",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newServe(), newEnvs(), newTasks(), newExport(), newBench(), newDemo(), newVersion())
+	return root
+}
+
+func newVersion() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), map[string]string{"version": server.Version, "protocol": "nextstate.v1"})
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "nextstate %s (protocol nextstate.v1)\n", server.Version)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}

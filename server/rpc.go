@@ -1,0 +1,417 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/nextstate-rl/nextstate/gym"
+	"github.com/nextstate-rl/nextstate/server/store"
+	"github.com/nextstate-rl/nextstate/server/wire"
+)
+
+// maxBatch caps the requests of one JSON-RPC batch.
+const maxBatch = 256
+
+// frameItem is one request of a frame, or why it could not be read.
+type frameItem struct {
+	req wire.Request
+	err *wire.Error
+}
+
+// decodeFrame parses one incoming frame: a request object or a batch array.
+// A frame that is not JSON is one item with an error; in a batch each
+// element is read on its own, so one bad element spoils only its answer.
+func decodeFrame(b []byte) (items []frameItem, batch bool) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return []frameItem{{err: wire.Errorf(wire.CodeInvalidRequest, "empty message: send a JSON-RPC 2.0 request object")}}, false
+	}
+	if b[0] != '[' {
+		var it frameItem
+		it.err = decodeRequest(b, &it.req)
+		return []frameItem{it}, false
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(b, &raws); err != nil {
+		return []frameItem{{err: wire.Errorf(wire.CodeParseError, "not JSON: %v", err)}}, false
+	}
+	if len(raws) == 0 {
+		return []frameItem{{err: wire.Errorf(wire.CodeInvalidRequest, "empty batch: send at least one request")}}, false
+	}
+	if len(raws) > maxBatch {
+		return []frameItem{{err: wire.Errorf(wire.CodeInvalidRequest, "batch of %d requests: at most %d are accepted", len(raws), maxBatch)}}, false
+	}
+	items = make([]frameItem, len(raws))
+	for i, r := range raws {
+		items[i].err = decodeRequest(r, &items[i].req)
+	}
+	return items, true
+}
+
+func decodeRequest(b []byte, r *wire.Request) *wire.Error {
+	if !json.Valid(b) {
+		return wire.Errorf(wire.CodeParseError, "not JSON: check quoting and brackets")
+	}
+	if err := json.Unmarshal(b, r); err != nil {
+		return wire.Errorf(wire.CodeInvalidRequest, "not a JSON-RPC 2.0 request object: %v", err)
+	}
+	if r.JSONRPC != "2.0" {
+		return wire.Errorf(wire.CodeInvalidRequest, `"jsonrpc" must be "2.0", got %q`, r.JSONRPC)
+	}
+	if r.Method == "" {
+		return wire.Errorf(wire.CodeInvalidRequest, `"method" is missing: one of %s`, strings.Join(methods, ", "))
+	}
+	if len(r.ID) > 0 && r.ID[0] != '"' && (r.ID[0] < '0' || r.ID[0] > '9') && r.ID[0] != '-' && string(r.ID) != "null" {
+		return wire.Errorf(wire.CodeInvalidRequest, `"id" must be a string or a number`)
+	}
+	return nil
+}
+
+var methods = []string{
+	wire.MethodServerInfo, wire.MethodEnvList, wire.MethodEnvDescribe, wire.MethodTaskList,
+	wire.MethodSessionCreate, wire.MethodSessionStep, wire.MethodSessionReset, wire.MethodSessionClose,
+	wire.MethodSessionResume, wire.MethodRewardAdd, wire.MethodEventsSubscribe, wire.MethodEventsUnsubscribe,
+}
+
+// params decodes a request's params strictly: unknown fields and wrong types
+// are CodeInvalidParams errors that name the field.
+func params(method string, raw json.RawMessage, v any) *wire.Error {
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = []byte("{}")
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return paramsError(method, err)
+	}
+	if d.More() {
+		return wire.Errorf(wire.CodeInvalidParams, "invalid params for %s: trailing data after the params object", method)
+	}
+	return nil
+}
+
+func paramsError(method string, err error) *wire.Error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		return wire.Errorf(wire.CodeInvalidParams, "invalid params for %s: field %q is %s, want %s", method, te.Field, te.Value, jsonType(te.Type.Kind().String()))
+	case errors.As(err, &se):
+		return wire.Errorf(wire.CodeInvalidParams, "invalid params for %s: not JSON at offset %d", method, se.Offset)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return wire.Errorf(wire.CodeInvalidParams, "invalid params for %s: %s (see env.describe and docs/protocol.md for the accepted fields)",
+			method, strings.TrimPrefix(err.Error(), "json: "))
+	case errors.Is(err, io.EOF):
+		return wire.Errorf(wire.CodeInvalidParams, "invalid params for %s: empty", method)
+	}
+	return wire.Errorf(wire.CodeInvalidParams, "invalid params for %s: %v", method, err)
+}
+
+func jsonType(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "slice", "array":
+		return "an array"
+	case "struct", "map":
+		return "an object"
+	case "bool":
+		return "true or false"
+	case "int", "int64", "int32", "uint", "uint64", "float64", "float32":
+		return "a number"
+	}
+	return goKind
+}
+
+// caller is who sends a request: a WebSocket connection, which holds
+// subscriptions, or nil for HTTP, which cannot.
+type caller interface {
+	unsubscribe(id string) *wire.Error
+}
+
+// call runs one method. The result is JSON-encodable.
+func (s *Server) call(ctx context.Context, c caller, method string, raw json.RawMessage) (any, *wire.Error) {
+	switch method {
+	case wire.MethodServerInfo:
+		return s.info(), nil
+	case wire.MethodEnvList:
+		return s.envList(), nil
+	case wire.MethodEnvDescribe:
+		var p wire.EnvDescribeParams
+		if e := params(method, raw, &p); e != nil {
+			return nil, e
+		}
+		return s.describe(p.Env)
+	case wire.MethodTaskList:
+		var p wire.TaskListParams
+		if e := params(method, raw, &p); e != nil {
+			return nil, e
+		}
+		return s.taskList(p)
+	case wire.MethodSessionCreate:
+		var p wire.CreateParams
+		if e := params(method, raw, &p); e != nil {
+			return nil, e
+		}
+		return s.create(ctx, p)
+	case wire.MethodSessionStep:
+		return s.stepRaw(ctx, raw)
+	case wire.MethodSessionReset:
+		var p wire.ResetParams
+		if e := params(method, raw, &p); e != nil {
+			return nil, e
+		}
+		return s.reset(ctx, p)
+	case wire.MethodSessionClose:
+		var p wire.CloseParams
+		if e := params(method, raw, &p); e != nil {
+			return nil, e
+		}
+		return s.closeSession(ctx, p)
+	case wire.MethodSessionResume:
+		var p wire.ResumeParams
+		if e := params(method, raw, &p); e != nil {
+			return nil, e
+		}
+		return s.resume(ctx, p)
+	case wire.MethodRewardAdd:
+		var p wire.RewardParams
+		if e := params(method, raw, &p); e != nil {
+			return nil, e
+		}
+		return s.addReward(ctx, p)
+	case wire.MethodEventsSubscribe:
+		// WebSocket connections handle it before call.
+		return nil, wire.Errorf(wire.CodeBadRequest, "events.subscribe needs a WebSocket connection (/v1/ws); over HTTP poll GET /v1/events?after_seq=N")
+	case wire.MethodEventsUnsubscribe:
+		var p wire.UnsubscribeParams
+		if e := params(method, raw, &p); e != nil {
+			return nil, e
+		}
+		if c == nil {
+			return nil, wire.Errorf(wire.CodeUnknownSub, "subscriptions live on WebSocket connections; HTTP has none")
+		}
+		if e := c.unsubscribe(p.Subscription); e != nil {
+			return nil, e
+		}
+		return struct {
+			Subscription string `json:"subscription"`
+			Ended        bool   `json:"ended"`
+		}{p.Subscription, true}, nil
+	}
+	return nil, &wire.Error{Code: wire.CodeMethodNotFound, Message: fmt.Sprintf("unknown method %q: one of %s", method, strings.Join(methods, ", ")),
+		Data: &wire.ErrorData{Accepted: methods}}
+}
+
+func (s *Server) info() wire.ServerInfo {
+	return wire.ServerInfo{
+		Name: "nextstate", Version: Version, Protocol: wire.Version, Envs: gym.Kinds(),
+		MaxFrameBytes: s.cfg.MaxFrameBytes, Sessions: s.mgr.Len(), MaxSessions: s.mgrMax(), LastSeq: s.store.LastSeq(),
+	}
+}
+
+func (s *Server) mgrMax() int {
+	if s.cfg.Sessions.MaxSessions > 0 {
+		return s.cfg.Sessions.MaxSessions
+	}
+	return 16384
+}
+
+func (s *Server) envList() wire.EnvListResult {
+	var out wire.EnvListResult
+	for _, name := range gym.Kinds() {
+		spec, _ := gym.Lookup(name)
+		out.Envs = append(out.Envs, wire.EnvSummary{Name: name, Description: spec.Description,
+			Tasks: len(s.mgr.Tasks().List(name, ""))})
+	}
+	return out
+}
+
+func (s *Server) describe(env string) (any, *wire.Error) {
+	if env == "" {
+		return nil, &wire.Error{Code: wire.CodeInvalidParams, Message: `env.describe needs "env": one of ` + strings.Join(gym.Kinds(), ", "),
+			Data: &wire.ErrorData{Accepted: gym.Kinds()}}
+	}
+	spec, err := gym.Lookup(env)
+	if err != nil {
+		return nil, wire.FromError(err)
+	}
+	spec.Tasks = nil
+	for _, t := range s.mgr.Tasks().List(env, "") {
+		spec.Tasks = append(spec.Tasks, t.Public())
+	}
+	res := wire.EnvDescribeResult{Spec: spec, PartSchemas: map[gym.PartType]json.RawMessage{}}
+	for _, t := range gym.PartTypes {
+		res.PartSchemas[t] = gym.PartSchema(t)
+	}
+	return res, nil
+}
+
+func (s *Server) taskList(p wire.TaskListParams) (any, *wire.Error) {
+	if p.Env != "" {
+		if _, err := gym.Lookup(p.Env); err != nil {
+			return nil, wire.FromError(err)
+		}
+	}
+	res := wire.TaskListResult{Tasks: []gym.Task{}}
+	for _, t := range s.mgr.Tasks().List(p.Env, p.Split) {
+		res.Tasks = append(res.Tasks, t.Public())
+	}
+	return res, nil
+}
+
+func (s *Server) create(ctx context.Context, p wire.CreateParams) (any, *wire.Error) {
+	if s.shutting.Load() {
+		return nil, wire.FromError(gym.ErrDraining)
+	}
+	sess, res, err := s.mgr.Create(ctx, p)
+	if err != nil {
+		return nil, wire.FromError(err)
+	}
+	s.metrics.sessionCreated(sess.Kind)
+	return res, nil
+}
+
+// stepParams is session.step's params with the action left raw, so that an
+// action of the wrong shape is reported as a bad action (CodeBadAction), not
+// as bad params.
+type stepParams struct {
+	Session string          `json:"session"`
+	StepID  string          `json:"step_id,omitempty"`
+	Action  json.RawMessage `json:"action"`
+}
+
+func (s *Server) stepRaw(ctx context.Context, raw json.RawMessage) (any, *wire.Error) {
+	var p stepParams
+	if e := params(wire.MethodSessionStep, raw, &p); e != nil {
+		return nil, e
+	}
+	var a gym.Action
+	if len(p.Action) == 0 {
+		return nil, wire.Errorf(wire.CodeInvalidParams, `session.step needs "action": {"parts": [...]} (see env.describe for the kind's action schema)`)
+	}
+	if err := json.Unmarshal(p.Action, &a); err != nil {
+		e := paramsError(wire.MethodSessionStep, err)
+		return nil, &wire.Error{Code: wire.CodeBadAction, Message: "the action is not an object {\"parts\": [...]}: " +
+			strings.TrimPrefix(e.Message, "invalid params for session.step: ") + " (env.describe gives the kind's action schema)"}
+	}
+	return s.step(ctx, wire.StepParams{Session: p.Session, StepID: p.StepID, Action: a})
+}
+
+func (s *Server) step(ctx context.Context, p wire.StepParams) (any, *wire.Error) {
+	sess, err := s.session(p.Session)
+	if err != nil {
+		return nil, err
+	}
+	res, serr := sess.Step(ctx, p.StepID, p.Action)
+	if serr != nil {
+		return nil, wire.FromError(serr)
+	}
+	s.metrics.stepped(sess.Kind, res)
+	return res, nil
+}
+
+func (s *Server) session(id string) (*gym.Session, *wire.Error) {
+	if id == "" {
+		return nil, wire.Errorf(wire.CodeInvalidParams, `"session" is missing: pass the id session.create returned`)
+	}
+	sess, err := s.mgr.Get(id)
+	if err != nil {
+		return nil, wire.FromError(err)
+	}
+	return sess, nil
+}
+
+func (s *Server) reset(ctx context.Context, p wire.ResetParams) (any, *wire.Error) {
+	sess, werr := s.session(p.Session)
+	if werr != nil {
+		return nil, werr
+	}
+	task := p.Task
+	if task == nil && p.TaskID != "" {
+		t, ok := s.mgr.Tasks().Get(sess.Kind, p.TaskID)
+		if !ok {
+			return nil, wire.FromError(fmt.Errorf("%w %q for %s", gym.ErrUnknownTask, p.TaskID, sess.Kind))
+		}
+		task = t
+	}
+	if task != nil && task.Env == "" {
+		c := *task
+		c.Env = sess.Kind
+		task = &c
+	}
+	if task != nil {
+		if err := task.Validate(); err != nil {
+			return nil, wire.FromError(fmt.Errorf("%w: %v", gym.ErrBadRequest, err))
+		}
+	}
+	res, err := sess.Reset(ctx, task, p.Seed, p.Options)
+	if err != nil {
+		return nil, wire.FromError(err)
+	}
+	return res, nil
+}
+
+func (s *Server) closeSession(ctx context.Context, p wire.CloseParams) (any, *wire.Error) {
+	if p.Session == "" {
+		return nil, wire.Errorf(wire.CodeInvalidParams, `"session" is missing: pass the id session.create returned`)
+	}
+	if err := s.mgr.Close(ctx, p.Session, gym.CloseClient); err != nil {
+		return nil, wire.FromError(err)
+	}
+	return wire.CloseResult{Session: p.Session, Closed: true}, nil
+}
+
+func (s *Server) resume(ctx context.Context, p wire.ResumeParams) (any, *wire.Error) {
+	if p.Session == "" {
+		return nil, wire.Errorf(wire.CodeInvalidParams, `"session" is missing: pass the id session.create returned`)
+	}
+	if p.Limit <= 0 || p.Limit > wire.MaxResumeEvents {
+		p.Limit = wire.MaxResumeEvents
+	}
+	evs, err := s.store.Events(ctx, store.Filter{Session: p.Session, AfterSeq: p.AfterSeq, Limit: p.Limit + 1})
+	if err != nil {
+		return nil, wire.FromError(gym.InfraFault("store", err))
+	}
+	_, getErr := s.mgr.Get(p.Session)
+	live := getErr == nil
+	if !live && len(evs) == 0 && p.AfterSeq == 0 {
+		return nil, wire.FromError(fmt.Errorf("%w %q: no such session was ever recorded", gym.ErrUnknownSession, p.Session))
+	}
+	res := wire.ResumeResult{Session: p.Session, Live: live, Events: evs, LastSeq: p.AfterSeq}
+	if len(evs) > p.Limit {
+		res.Events, res.More = evs[:p.Limit], true
+	}
+	if res.Events == nil {
+		res.Events = []gym.Event{}
+	}
+	if n := len(res.Events); n > 0 {
+		res.LastSeq = res.Events[n-1].Seq
+	}
+	return res, nil
+}
+
+func (s *Server) addReward(ctx context.Context, p wire.RewardParams) (any, *wire.Error) {
+	if p.Session == "" || p.StepID == "" || p.Source == "" {
+		return nil, wire.Errorf(wire.CodeInvalidParams, `reward.add needs "session", "step_id", "reward" and "source"`)
+	}
+	ev, ok, err := s.store.StepEvent(ctx, p.Session, p.StepID)
+	if err != nil {
+		return nil, wire.FromError(gym.InfraFault("store", err))
+	}
+	if !ok {
+		return nil, wire.FromError(fmt.Errorf("%w: session %q has no recorded step %q", gym.ErrBadRequest, p.Session, p.StepID))
+	}
+	r := p.Reward
+	seq, rerr := s.mgr.AddReward(ctx, gym.Event{Session: p.Session, Run: ev.Run, Env: ev.Env, Task: ev.Task,
+		Episode: ev.Episode, Step: ev.Step, StepID: p.StepID, Reward: &r, Source: p.Source, Info: p.Info})
+	if rerr != nil {
+		return nil, wire.FromError(rerr)
+	}
+	return wire.RewardResult{Seq: seq}, nil
+}

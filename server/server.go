@@ -1,0 +1,300 @@
+// Package server serves nextstate's API: JSON-RPC 2.0 over WebSocket at
+// /v1/ws, the same methods over plain HTTP under /v1/, /healthz and
+// Prometheus /metrics, all on one listener. It wires the gym's session
+// Manager to the trajectory store and to live event subscribers, and knows
+// env kinds only by the names they registered with gym.
+//
+// A Server owns everything it starts: the store, the Manager (and so every
+// env), each connection's reader and writer goroutines, and the handlers of
+// requests in flight. Shutdown stops admitting, lets requests in flight
+// finish, closes WebSockets with a close frame, closes every session (and so
+// every env) and flushes the store, all bounded by its ctx.
+//
+// Config fields whose zero value is meaningful say so; the others default
+// as documented on each field.
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nextstate-rl/nextstate/gym"
+	"github.com/nextstate-rl/nextstate/server/store"
+	"github.com/nextstate-rl/nextstate/server/wire"
+)
+
+// Version is the server's version, set by the build.
+var Version = "dev"
+
+// Config configures a Server.
+type Config struct {
+	// DataDir holds the store (events.db and blobs/). Required.
+	DataDir string
+	// Token, when set, is required as "Authorization: Bearer <token>" on
+	// every endpoint but /healthz. With no token the server refuses to
+	// listen on anything but a loopback address.
+	Token string
+	// Sessions configures the session Manager; its Recorder is the store.
+	Sessions gym.Config
+	// Suites are task suites to serve besides the kinds' built-in tasks.
+	Suites []*gym.Suite
+	// MaxFrameBytes caps an incoming WebSocket message or HTTP body.
+	// Default wire.MaxFrameBytes (4 MiB).
+	MaxFrameBytes int
+	// OutboundBytes caps the bytes queued for one WebSocket connection.
+	// Past 3/4 of it subscriptions are ended as slow consumers; past it the
+	// connection is closed. Default 16 MiB.
+	OutboundBytes int
+	// PingInterval is how often WebSocket peers are pinged. Default 30s.
+	PingInterval time.Duration
+	// PongTimeout closes a connection from which nothing (not even a pong)
+	// arrived for this long. Default 2*PingInterval.
+	PongTimeout time.Duration
+	// WriteTimeout bounds one write to a connection. Default 10s.
+	WriteTimeout time.Duration
+	// Registerer receives the metrics; nil means a fresh registry served at
+	// /metrics.
+	Registerer prometheus.Registerer
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Server is a running nextstate API.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	store   *store.Store
+	mgr     *gym.Manager
+	broker  *broker
+	metrics *metrics
+	gather  prometheus.Gatherer
+	http    *http.Server
+
+	mu       sync.Mutex
+	conns    map[*conn]struct{}
+	ln       net.Listener
+	shutting atomic.Bool
+	done     chan struct{}
+
+	// work counts goroutines the server started: connection readers and
+	// writers, request handlers. Shutdown waits for it.
+	work     sync.WaitGroup
+	requests sync.WaitGroup // requests in flight, for the drain
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// New opens the store and starts the session Manager. Call Serve or
+// ListenAndServe, then Shutdown.
+func New(cfg Config) (*Server, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("server: Config.DataDir is required")
+	}
+	if cfg.MaxFrameBytes <= 0 {
+		cfg.MaxFrameBytes = wire.MaxFrameBytes
+	}
+	if cfg.OutboundBytes <= 0 {
+		cfg.OutboundBytes = 16 << 20
+	}
+	if cfg.PingInterval <= 0 {
+		cfg.PingInterval = 30 * time.Second
+	}
+	if cfg.PongTimeout <= 0 {
+		cfg.PongTimeout = 2 * cfg.PingInterval
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 10 * time.Second
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, done: make(chan struct{})}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.broker = newBroker()
+	st, err := store.Open(cfg.DataDir, store.Options{OnCommit: s.broker.publish})
+	if err != nil {
+		return nil, fmt.Errorf("server: opening the store in %s: %w", cfg.DataDir, err)
+	}
+	s.store = st
+	s.broker.last.Store(st.LastSeq())
+
+	reg := cfg.Registerer
+	if reg == nil {
+		r := prometheus.NewRegistry()
+		reg, s.gather = r, r
+	} else if g, ok := reg.(prometheus.Gatherer); ok {
+		s.gather = g
+	}
+	catalog := gym.NewCatalog()
+	for _, su := range cfg.Suites {
+		if err := catalog.AddSuite(su); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
+	mc := cfg.Sessions
+	mc.Recorder = st
+	mc.Tasks = catalog
+	if mc.Logger == nil {
+		mc.Logger = s.log
+	}
+	s.mgr = gym.NewManager(mc)
+	s.metrics = newMetrics(reg, s)
+	s.http = &http.Server{
+		Handler:           s.routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	return s, nil
+}
+
+// Manager returns the session manager, for in-process use.
+func (s *Server) Manager() *gym.Manager { return s.mgr }
+
+// Store returns the trajectory store.
+func (s *Server) Store() *store.Store { return s.store }
+
+// ListenAndServe listens on addr ("127.0.0.1:7070"; port 0 picks one) and
+// serves until Shutdown. It refuses a non-loopback address without a token.
+func (s *Server) ListenAndServe(addr string) error {
+	ln, err := s.Listen(addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ln)
+}
+
+// Listen checks addr against the auth rule and opens a listener on it.
+func (s *Server) Listen(addr string) (net.Listener, error) {
+	if s.cfg.Token == "" && !loopback(addr) {
+		return nil, fmt.Errorf("refusing to listen on %s without a token: set a token (--token or --token-file) or listen on a loopback address such as 127.0.0.1:7070", addr)
+	}
+	return net.Listen("tcp", addr)
+}
+
+// Serve accepts connections on ln until Shutdown; it then returns
+// http.ErrServerClosed.
+func (s *Server) Serve(ln net.Listener) error {
+	if s.cfg.Token == "" && !loopback(ln.Addr().String()) {
+		ln.Close()
+		return fmt.Errorf("refusing to serve on %s without a token", ln.Addr())
+	}
+	s.mu.Lock()
+	s.ln = ln
+	s.mu.Unlock()
+	return s.http.Serve(ln)
+}
+
+// Addr returns the listener's address once Serve has been called.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Shutdown stops the server in order: stop admitting sessions and accepting
+// connections, let requests in flight finish, end subscriptions and close
+// WebSockets with a going-away frame, close every session (and its env),
+// then flush and close the store. It waits no longer than ctx for any of it
+// and is idempotent; later calls return the first call's result.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() { s.stopErr = s.shutdown(ctx) })
+	return s.stopErr
+}
+
+func (s *Server) shutdown(ctx context.Context) error {
+	s.shutting.Store(true)
+	s.mgr.Drain()
+	var errs []error
+	// Closes listeners and idle HTTP connections, waits for HTTP requests;
+	// hijacked WebSockets are ours to close.
+	if err := s.http.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("http: %w", err))
+	}
+	if err := waitCtx(ctx, &s.requests); err != nil {
+		errs = append(errs, fmt.Errorf("requests in flight: %w", err))
+	}
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.close(closeShutdown)
+	}
+	if err := waitCtx(ctx, &s.work); err != nil {
+		errs = append(errs, fmt.Errorf("connections: %w", err))
+	}
+	if err := s.mgr.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("sessions: %w", err))
+	}
+	if err := s.store.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("store: %w", err))
+	}
+	close(s.done)
+	return errors.Join(errs...)
+}
+
+// Done is closed when Shutdown has finished.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+func waitCtx(ctx context.Context, wg *sync.WaitGroup) error {
+	ch := make(chan struct{})
+	go func() { wg.Wait(); close(ch) }()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// goTracked runs f on a goroutine the server waits for at Shutdown.
+func (s *Server) goTracked(f func()) {
+	s.work.Add(1)
+	go func() {
+		defer s.work.Done()
+		f()
+	}()
+}
+
+// authorized checks the bearer token, in constant time.
+func (s *Server) authorized(r *http.Request) bool {
+	if s.cfg.Token == "" {
+		return true
+	}
+	h := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.Token)) == 1
+}

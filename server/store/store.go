@@ -1,0 +1,380 @@
+// Package store is the embedded trajectory store of nextstate: the durable
+// record of every event a session produces (resets, steps with their action
+// and next state, late rewards, session closes), kept in one directory with
+// no daemon to run. A *Store is the gym.Recorder the server hands to its
+// sessions, and the source that live subscribers, resuming clients and
+// exports read from.
+//
+// # Layout on disk
+//
+// A store directory holds
+//
+//	events.db        SQLite (WAL mode) with one table, events, keyed by seq
+//	events.db-wal    its write-ahead log (folded back by Close)
+//	blobs/sha256/ab/abcdef...   content-addressed binary payloads
+//	LOCK             held by the process that has the store open
+//
+// Each row of events carries the columns a query filters on (type, session,
+// run, env, task, step_id, time in unix nanoseconds) and the event itself as
+// JSON (body). The seq column is the event's gym.Event.Seq: assigned by the
+// store, strictly increasing from 1 across the whole store, never reused.
+// The schema version is SQLite's user_version; Open creates or migrates the
+// schema and refuses a database written by a newer version of this package.
+//
+// Images and files in an event's Observation or Action whose inline Data is
+// larger than Options.InlineMax are written to the blob directory (a temp
+// file, synced, then renamed to the hex SHA-256 of the content, so equal
+// payloads are stored once) and recorded as gym.Blob{Ref: "sha256:<hex>",
+// Size: n} without Data. Blob opens one; Inline, or Filter.ReadBlobs on a
+// read or export, puts the data back.
+//
+// # Durability
+//
+// Append returns nil only after the transaction holding the event has
+// committed. The database runs with synchronous=NORMAL in WAL mode: a
+// committed event survives a crash of the process (kill -9, a panic, the OOM
+// killer); an operating-system crash or power loss may lose the last
+// transactions committed before it, but never corrupts the database. Blob
+// files are synced before they are renamed into place.
+//
+// # Concurrency
+//
+// All methods are safe for concurrent use. Append is called by many sessions
+// at once: each caller marshals its own event (and writes its own blobs) in
+// its goroutine, then queues it for the single writer goroutine, which takes
+// everything queued (up to Options.MaxBatch events), inserts it in one
+// transaction, commits, and then releases the waiting callers (group commit).
+// The queue holds at most Options.QueueLen events; when it is full Append
+// waits, as long as its context allows. Reads (Events, Scan, StepEvent,
+// Export) use their own pool of read-only connections and never wait for the
+// writer; each sees the events committed when it started.
+//
+// # OnCommit
+//
+// Options.OnCommit, if set, is called by the writer goroutine after each
+// commit with that transaction's events in seq order, Seq filled in, before
+// any of their Appends return. Calls are serialized and their seqs strictly
+// increase from one call to the next, so a server can feed live subscribers
+// from it in order with no gap between what is stored and what is sent.
+// The events are the stored form (large blobs already replaced by refs) and
+// must not be modified. OnCommit must not block and must not call Append or
+// Close: every Append in the store waits for it. Copy what you need into a
+// bounded buffer and return.
+//
+// Only one Store may have a directory open at a time; Open fails with a clear
+// error when another holds it.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nextstate-rl/nextstate/gym"
+
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
+)
+
+// Defaults for the zero values of Options.
+const (
+	DefaultInlineMax   = 16 << 10
+	DefaultMaxBatch    = 1024
+	DefaultQueueLen    = 65536
+	DefaultBusyTimeout = 10 * time.Second
+)
+
+// SchemaVersion is the schema version this package writes (SQLite's
+// user_version of events.db).
+const SchemaVersion = 1
+
+const (
+	dbFile   = "events.db"
+	lockFile = "LOCK"
+	blobRoot = "blobs"
+)
+
+// ErrClosed is returned by Append and the reads after Close.
+var ErrClosed = errors.New("store: closed")
+
+// Options tune a Store. The zero value of each field means the stated default.
+type Options struct {
+	// InlineMax is the largest Data an image or file part keeps inline; larger
+	// payloads go to the blob directory. 0 means DefaultInlineMax (16 KiB); a
+	// negative value keeps everything inline.
+	InlineMax int
+	// MaxBatch is the most events one transaction commits. 0 means
+	// DefaultMaxBatch (1024).
+	MaxBatch int
+	// QueueLen bounds the events waiting for the writer; a full queue makes
+	// Append wait. 0 means DefaultQueueLen (65536).
+	QueueLen int
+	// BusyTimeout is SQLite's busy_timeout for every connection. 0 means
+	// DefaultBusyTimeout (10s).
+	BusyTimeout time.Duration
+	// ReadConns bounds the read-only connection pool. 0 means the number of
+	// CPUs, at least 4.
+	ReadConns int
+	// OnCommit is called by the writer goroutine after each commit with the
+	// committed events in seq order; see the package doc for its contract.
+	// It must not block.
+	OnCommit func(evs []*gym.Event)
+}
+
+func (o Options) withDefaults() Options {
+	if o.InlineMax == 0 {
+		o.InlineMax = DefaultInlineMax
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = DefaultMaxBatch
+	}
+	if o.QueueLen <= 0 {
+		o.QueueLen = DefaultQueueLen
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = DefaultBusyTimeout
+	}
+	if o.ReadConns <= 0 {
+		o.ReadConns = max(4, runtime.NumCPU())
+	}
+	return o
+}
+
+// Store is an open trajectory store. It implements gym.Recorder.
+type Store struct {
+	dir   string
+	opts  Options
+	wdb   *sql.DB // one connection, used only by the writer goroutine
+	rdb   *sql.DB // read-only pool
+	ins   *sql.Stmt
+	lock  *os.File
+	blobs string // dir/blobs/sha256
+
+	lastSeq atomic.Int64 // highest committed seq
+
+	// mu orders Append's enqueue against Close: Append holds it for reading
+	// while it sends, Close takes it for writing before closing queue.
+	mu      sync.RWMutex
+	closed  bool
+	closing chan struct{} // closed when Close starts
+	queue   chan *request
+	done    chan struct{} // closed when the writer goroutine returns
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ gym.Recorder = (*Store)(nil)
+
+// Open opens the store in dir, creating the directory, the database and the
+// schema if they are absent, and starts its writer goroutine. Close releases
+// it.
+func Open(dir string, opts Options) (*Store, error) {
+	opts = opts.withDefaults()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	s := &Store{
+		dir:     abs,
+		opts:    opts,
+		blobs:   filepath.Join(abs, blobRoot, "sha256"),
+		closing: make(chan struct{}),
+		queue:   make(chan *request, opts.QueueLen),
+		done:    make(chan struct{}),
+	}
+	if err := os.MkdirAll(s.blobs, 0o755); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if s.lock, err = lockDir(filepath.Join(abs, lockFile)); err != nil {
+		return nil, fmt.Errorf("store: %s: %w", abs, err)
+	}
+	if err := s.openDB(); err != nil {
+		s.closeDB()
+		return nil, err
+	}
+	go s.writeLoop()
+	return s, nil
+}
+
+func (s *Store) openDB() error {
+	path := filepath.Join(s.dir, dbFile)
+	ms := strconv.FormatInt(s.opts.BusyTimeout.Milliseconds(), 10)
+	var err error
+	s.wdb, err = sql.Open("sqlite", dsn(path, url.Values{
+		"_busy_timeout": {ms},
+		"_journal_mode": {"WAL"},
+		"_synchronous":  {"NORMAL"},
+		"_txlock":       {"immediate"},
+	}))
+	if err != nil {
+		return fmt.Errorf("store: open %s: %w", path, err)
+	}
+	s.wdb.SetMaxOpenConns(1)
+	s.wdb.SetMaxIdleConns(1)
+	s.wdb.SetConnMaxLifetime(0)
+	s.wdb.SetConnMaxIdleTime(0)
+
+	ctx := context.Background()
+	var mode string
+	if err := s.wdb.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if mode != "wal" {
+		return fmt.Errorf("store: open %s: journal_mode is %q, want wal", path, mode)
+	}
+	if err := migrate(ctx, s.wdb, path); err != nil {
+		return err
+	}
+	var last int64
+	if err := s.wdb.QueryRowContext(ctx, "SELECT coalesce(max(seq), 0) FROM events").Scan(&last); err != nil {
+		return fmt.Errorf("store: open %s: %w", path, err)
+	}
+	s.lastSeq.Store(last)
+	s.ins, err = s.wdb.PrepareContext(ctx,
+		"INSERT INTO events(type, session, run, env, task, step_id, time, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+	if err != nil {
+		return fmt.Errorf("store: prepare insert: %w", err)
+	}
+
+	s.rdb, err = sql.Open("sqlite", dsn(path, url.Values{
+		"_busy_timeout": {ms},
+		"_query_only":   {"1"},
+	}))
+	if err != nil {
+		return fmt.Errorf("store: open %s: %w", path, err)
+	}
+	s.rdb.SetMaxOpenConns(s.opts.ReadConns)
+	s.rdb.SetMaxIdleConns(s.opts.ReadConns)
+	if err := s.rdb.PingContext(ctx); err != nil {
+		return fmt.Errorf("store: open %s for reading: %w", path, err)
+	}
+	return nil
+}
+
+// dsn builds a "file:" URI for the modernc driver; the query keys starting
+// with "_" are the driver's connection settings.
+func dsn(path string, q url.Values) string {
+	u := url.URL{Scheme: "file", OmitHost: true, Path: filepath.ToSlash(path), RawQuery: q.Encode()}
+	return u.String()
+}
+
+// migrations[v] moves the schema from version v to v+1.
+var migrations = [][]string{
+	0: {
+		`CREATE TABLE events (
+			seq     INTEGER PRIMARY KEY,
+			type    TEXT    NOT NULL,
+			session TEXT    NOT NULL,
+			run     TEXT    NOT NULL DEFAULT '',
+			env     TEXT    NOT NULL DEFAULT '',
+			task    TEXT    NOT NULL DEFAULT '',
+			step_id TEXT    NOT NULL DEFAULT '',
+			time    INTEGER NOT NULL,
+			body    TEXT    NOT NULL
+		)`,
+		`CREATE INDEX events_session_seq ON events(session, seq)`,
+		`CREATE INDEX events_run_seq ON events(run, seq)`,
+		`CREATE INDEX events_env_seq ON events(env, seq)`,
+		`CREATE INDEX events_session_step ON events(session, step_id)`,
+	},
+}
+
+func migrate(ctx context.Context, db *sql.DB, path string) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: migrate %s: %w", path, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	var v int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return fmt.Errorf("store: migrate %s: %w", path, err)
+	}
+	if v > SchemaVersion {
+		return fmt.Errorf("store: %s has schema version %d, newer than the %d this nextstate supports; use a newer nextstate", path, v, SchemaVersion)
+	}
+	if v == SchemaVersion {
+		return tx.Commit()
+	}
+	for ; v < SchemaVersion; v++ {
+		for _, stmt := range migrations[v] {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("store: migrate %s to version %d: %w", path, v+1, err)
+			}
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion)); err != nil {
+		return fmt.Errorf("store: migrate %s: %w", path, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: migrate %s: %w", path, err)
+	}
+	return nil
+}
+
+// Dir returns the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// LastSeq returns the highest committed seq, 0 for an empty store.
+func (s *Store) LastSeq() int64 { return s.lastSeq.Load() }
+
+// Close stops accepting events, commits everything already queued, folds the
+// write-ahead log back into the database and closes it. Appends waiting for
+// queue space return ErrClosed. Close is idempotent; later calls return the
+// first call's result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		s.mu.Lock() // waits for Appends in the middle of a send
+		s.closed = true
+		s.mu.Unlock()
+		close(s.queue)
+		<-s.done // the writer drains the queue, then returns
+		s.closeErr = s.closeDB()
+	})
+	return s.closeErr
+}
+
+func (s *Store) isClosing() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// closeDB closes what openDB and Open opened, in order; it tolerates a
+// partial open.
+func (s *Store) closeDB() error {
+	var errs []error
+	if s.rdb != nil {
+		errs = append(errs, s.rdb.Close())
+	}
+	if s.ins != nil {
+		errs = append(errs, s.ins.Close())
+	}
+	if s.wdb != nil {
+		if s.ins != nil { // opened fully: fold the WAL back
+			if _, err := s.wdb.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+				errs = append(errs, fmt.Errorf("checkpoint: %w", err))
+			}
+		}
+		errs = append(errs, s.wdb.Close())
+	}
+	if s.lock != nil {
+		errs = append(errs, unlockDir(s.lock))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("store: close %s: %w", s.dir, err)
+	}
+	return nil
+}

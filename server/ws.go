@@ -1,0 +1,384 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/nextstate-rl/nextstate/gym"
+	"github.com/nextstate-rl/nextstate/server/wire"
+)
+
+// Why a connection closed, for logs and metrics.
+const (
+	closeClient       = "client"        // the peer closed or went away
+	closeReadError    = "read_error"    // a broken or timed-out read (no pong)
+	closeWriteError   = "write_error"   // a write failed or timed out
+	closeSlowConsumer = "slow_consumer" // responses piled up past OutboundBytes
+	closeShutdown     = "shutdown"      // the server is shutting down
+)
+
+var upgrader = websocket.Upgrader{
+	ReadBufferSize:  8 << 10,
+	WriteBufferSize: 8 << 10,
+	Subprotocols:    []string{wire.Version},
+	// Agents are programs, not pages: any origin may connect, and the
+	// bearer token is what guards the server.
+	CheckOrigin: func(*http.Request) bool { return true },
+}
+
+// conn is one WebSocket connection. It has one reader goroutine (readLoop)
+// and one writer goroutine (writeLoop); reading never waits on writing.
+// Requests run on their own goroutines, those for the same session one after
+// another in arrival order (a lane per session), so a slow step holds up only
+// its own session.
+type conn struct {
+	s  *Server
+	ws *websocket.Conn
+
+	mu      sync.Mutex
+	queue   [][]byte // outbound messages, in order
+	queued  int      // bytes in queue
+	closed  bool
+	reason  string
+	lanes   map[string]*lane
+	subs    map[string]*subscription
+	nextSub int
+	wake    chan struct{} // cap 1: the writer has work
+	gone    chan struct{} // closed when the connection is closed
+}
+
+// lane runs one session's requests in order.
+type lane struct {
+	pending []wire.Request
+}
+
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	if s.shutting.Load() {
+		writeHTTPError(w, wire.FromError(gym.ErrDraining))
+		return
+	}
+	ws, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return // the upgrader has answered with an HTTP error
+	}
+	c := &conn{s: s, ws: ws, lanes: map[string]*lane{}, subs: map[string]*subscription{},
+		wake: make(chan struct{}, 1), gone: make(chan struct{})}
+	s.mu.Lock()
+	if s.shutting.Load() {
+		s.mu.Unlock()
+		ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "shutting down"), time.Now().Add(time.Second))
+		ws.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	s.metrics.conns.Inc()
+	s.goTracked(c.writeLoop)
+	s.goTracked(c.readLoop)
+}
+
+func (c *conn) readLoop() {
+	cfg := &c.s.cfg
+	// The hard cap: past it gorilla closes the connection. Frames between
+	// MaxFrameBytes and the hard cap are read, dropped and answered with
+	// CodeFrameTooLarge, and the connection carries on.
+	c.ws.SetReadLimit(int64(cfg.MaxFrameBytes) * 16)
+	c.ws.SetReadDeadline(time.Now().Add(cfg.PongTimeout))
+	c.ws.SetPongHandler(func(string) error {
+		return c.ws.SetReadDeadline(time.Now().Add(cfg.PongTimeout))
+	})
+	reason := closeClient
+	defer func() { c.close(reason) }()
+	buf := new(bytes.Buffer)
+	for {
+		_, r, err := c.ws.NextReader()
+		if err != nil {
+			if !websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway) && !errors.Is(err, net.ErrClosed) {
+				reason = closeReadError
+			}
+			return
+		}
+		c.ws.SetReadDeadline(time.Now().Add(cfg.PongTimeout))
+		buf.Reset()
+		n, err := io.Copy(buf, io.LimitReader(r, int64(cfg.MaxFrameBytes)+1))
+		if err != nil {
+			reason = closeReadError
+			return
+		}
+		if n > int64(cfg.MaxFrameBytes) {
+			if _, err := io.Copy(io.Discard, r); err != nil {
+				reason = closeReadError
+				return
+			}
+			c.s.metrics.rpcError("", wire.CodeFrameTooLarge)
+			c.reply(nil, nil, wire.Errorf(wire.CodeFrameTooLarge,
+				"message larger than %d bytes: send smaller frames (large files go in as file parts below the limit)", cfg.MaxFrameBytes))
+			continue
+		}
+		c.dispatch(buf.Bytes())
+	}
+}
+
+// dispatch routes one frame's requests. data is only valid during the call.
+func (c *conn) dispatch(data []byte) {
+	items, batch := decodeFrame(data)
+	if batch {
+		// A batch runs in order on one goroutine and is answered as one
+		// array, as JSON-RPC 2.0 asks.
+		c.s.requests.Add(1)
+		c.s.goTracked(func() {
+			defer c.s.requests.Done()
+			out := make([]json.RawMessage, 0, len(items))
+			for _, it := range items {
+				if msg := c.handle(it.req, it.err); msg != nil {
+					out = append(out, msg)
+				}
+			}
+			if len(out) > 0 {
+				b, _ := json.Marshal(out)
+				c.send(b, false)
+			}
+		})
+		return
+	}
+	it := items[0]
+	if it.err != nil {
+		c.reply(it.req.ID, nil, it.err)
+		return
+	}
+	key := laneKey(it.req)
+	c.s.requests.Add(1)
+	if key == "" {
+		c.s.goTracked(func() {
+			defer c.s.requests.Done()
+			if msg := c.handle(it.req, nil); msg != nil {
+				c.send(msg, false)
+			}
+		})
+		return
+	}
+	c.mu.Lock()
+	if l, busy := c.lanes[key]; busy {
+		l.pending = append(l.pending, it.req)
+		c.mu.Unlock()
+		return
+	}
+	l := &lane{}
+	c.lanes[key] = l
+	c.mu.Unlock()
+	c.s.goTracked(func() { c.runLane(key, l, it.req) })
+}
+
+// runLane answers req and then whatever queued behind it on the same lane.
+// Each queued request was counted in s.requests when it arrived.
+func (c *conn) runLane(key string, l *lane, req wire.Request) {
+	for {
+		if msg := c.handle(req, nil); msg != nil {
+			c.send(msg, false)
+		}
+		c.s.requests.Done()
+		c.mu.Lock()
+		if len(l.pending) == 0 {
+			delete(c.lanes, key)
+			c.mu.Unlock()
+			return
+		}
+		req = l.pending[0]
+		l.pending = l.pending[1:]
+		c.mu.Unlock()
+	}
+}
+
+// laneKey returns the session a request addresses, if any.
+func laneKey(r wire.Request) string {
+	switch r.Method {
+	case wire.MethodSessionStep, wire.MethodSessionReset, wire.MethodSessionClose:
+	default:
+		return ""
+	}
+	var p struct {
+		Session string `json:"session"`
+	}
+	if json.Unmarshal(r.Params, &p) != nil {
+		return ""
+	}
+	return p.Session
+}
+
+// handle runs one request and returns its encoded response, or nil for a
+// notification (a request without id).
+func (c *conn) handle(req wire.Request, derr *wire.Error) []byte {
+	if derr != nil {
+		return encodeResponse(req.ID, nil, derr)
+	}
+	start := time.Now()
+	var res any
+	var werr *wire.Error
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				c.s.log.Error("request handler panicked", "method", req.Method, "panic", p)
+				werr = wire.Errorf(wire.CodeInternal, "internal error in %s: %v", req.Method, p)
+			}
+		}()
+		if req.Method == wire.MethodEventsSubscribe {
+			if werr = c.subscribeReq(req); werr == nil {
+				res = answered
+			}
+			return
+		}
+		// Requests are not cancelled when their connection drops: a step
+		// that started finishes and is recorded, and the client resumes.
+		res, werr = c.s.call(context.Background(), c, req.Method, req.Params)
+	}()
+	c.s.metrics.request(req.Method, "ws", start, werr)
+	if len(req.ID) == 0 || res == answered {
+		return nil
+	}
+	return encodeResponse(req.ID, res, werr)
+}
+
+// reply sends a response now, from the reader goroutine.
+func (c *conn) reply(id json.RawMessage, res any, werr *wire.Error) {
+	c.send(encodeResponse(id, res, werr), false)
+}
+
+// encodeResponse writes {"jsonrpc":"2.0","id":...,"result"|"error":...}.
+func encodeResponse(id json.RawMessage, res any, werr *wire.Error) []byte {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	b := make([]byte, 0, 256)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	if werr == nil {
+		r, err := json.Marshal(res)
+		if err == nil {
+			b = append(b, `,"result":`...)
+			b = append(b, r...)
+			return append(b, '}')
+		}
+		werr = wire.Errorf(wire.CodeInternal, "encoding the result: %v", err)
+	}
+	e, _ := json.Marshal(werr)
+	b = append(b, `,"error":`...)
+	b = append(b, e...)
+	return append(b, '}')
+}
+
+// send queues msg for the writer. A droppable message (a subscription
+// event) is refused once the queue passes 3/4 of its cap; any message past
+// the cap closes the connection as a slow consumer. It reports whether msg
+// was queued.
+func (c *conn) send(msg []byte, droppable bool) bool {
+	limit := c.s.cfg.OutboundBytes
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return false
+	}
+	if droppable && c.queued+len(msg) > limit*3/4 {
+		c.mu.Unlock()
+		return false
+	}
+	if c.queued+len(msg) > limit {
+		c.mu.Unlock()
+		c.close(closeSlowConsumer)
+		return false
+	}
+	c.queue = append(c.queue, msg)
+	c.queued += len(msg)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (c *conn) writeLoop() {
+	cfg := &c.s.cfg
+	ping := time.NewTicker(cfg.PingInterval)
+	defer ping.Stop()
+	defer c.ws.Close() // unblocks the reader
+	var batch [][]byte
+	for {
+		select {
+		case <-c.wake:
+		case <-ping.C:
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(cfg.WriteTimeout)); err != nil {
+				c.close(closeWriteError)
+				return
+			}
+			continue
+		case <-c.gone:
+		}
+		c.mu.Lock()
+		batch, c.queue = c.queue, batch[:0]
+		c.queued = 0
+		closed, reason := c.closed, c.reason
+		c.mu.Unlock()
+		for _, msg := range batch {
+			c.ws.SetWriteDeadline(time.Now().Add(cfg.WriteTimeout))
+			if err := c.ws.WriteMessage(websocket.TextMessage, msg); err != nil {
+				c.close(closeWriteError)
+				return
+			}
+		}
+		clear(batch)
+		if closed {
+			code, text := websocket.CloseNormalClosure, reason
+			switch reason {
+			case closeShutdown:
+				code = websocket.CloseGoingAway
+			case closeSlowConsumer:
+				code = websocket.ClosePolicyViolation
+			}
+			c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
+			return
+		}
+	}
+}
+
+// close marks the connection closed with a reason, once. The writer sends
+// what is queued and a close frame, then closes the socket, which ends the
+// reader. Sessions stay alive: a client reconnects and resumes them.
+func (c *conn) close(reason string) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed, c.reason = true, reason
+	subs := c.subs
+	c.subs = map[string]*subscription{}
+	c.mu.Unlock()
+	close(c.gone)
+	for _, sub := range subs {
+		c.s.broker.remove(sub)
+	}
+	c.s.mu.Lock()
+	delete(c.s.conns, c)
+	c.s.mu.Unlock()
+	c.s.metrics.conns.Dec()
+	c.s.metrics.connClosed(reason)
+}
+
+// queuedBytes reports the outbound backlog, for subscriptions.
+func (c *conn) queuedBytes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.queued
+}
+
+// answered marks a request whose handler has sent its response itself.
+var answered = new(struct{ answered bool })
