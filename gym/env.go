@@ -45,8 +45,10 @@ type Kind interface {
 // Verifier is implemented by an Env whose outcome is judged after the
 // agent's last action, from inputs the agent never saw. The Session calls
 // Verify once when an episode terminates, before acknowledging the
-// terminating step; its reward replaces the step's reward and is recorded as
-// an event with source "verifier".
+// terminating step. Its reward replaces the step's reward (info
+// "reward_source" is "verifier"); its info is recorded in the step event
+// under "verifier" but not sent to the agent. A Verify error truncates the
+// episode with an infrastructure failure: the outcome is unknown, not failed.
 type Verifier interface {
 	Verify(ctx context.Context) (reward float64, info Info, err error)
 }
@@ -158,8 +160,9 @@ func ParseKindName(name string) (base string, version int, err error) {
 	if i <= 0 {
 		return "", 0, fmt.Errorf("kind name %q has no version: want name-vN, as in echo-v1", name)
 	}
-	v, err := strconv.Atoi(name[i+2:])
-	if err != nil || v < 0 {
+	digits := name[i+2:]
+	v, err := strconv.Atoi(digits)
+	if err != nil || strings.Trim(digits, "0123456789") != "" { // Atoi takes a sign
 		return "", 0, fmt.Errorf("kind name %q has a bad version: want name-vN, as in echo-v1", name)
 	}
 	return name[:i], v, nil

@@ -309,6 +309,15 @@ func (m *Manager) reap() {
 			if !s.mu.TryLock() {
 				continue // a request just arrived
 			}
+			// enter marks a request busy before it takes s.mu, so one may
+			// have arrived since the scan: look again under both locks.
+			m.mu.Lock()
+			stillIdle := s.busy == 0 && s.lastActive.Before(cutoff)
+			m.mu.Unlock()
+			if !stillIdle {
+				s.mu.Unlock()
+				continue
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CloseTimeout)
 			if err := s.closeLocked(ctx, CloseIdle, nil); err != nil {
 				m.log().Warn("closing idle session", "session", s.ID, "err", err)
@@ -340,14 +349,23 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 		all = append(all, s)
 	}
 	m.mu.Unlock()
-	var firstErr error
+	// Every session gets its close started before Shutdown waits on any,
+	// so one busy session cannot keep the others open past ctx; the busy
+	// ones close when their request ends. At most shutdownParallel envs
+	// close at once; a session waiting for its request holds no slot.
+	done := make(chan error, len(all))
+	sem := make(chan struct{}, shutdownParallel)
 	for _, s := range all {
-		done := make(chan error, 1)
 		go func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
+			sem <- struct{}{}
+			defer func() { <-sem }()
 			done <- s.closeLocked(context.WithoutCancel(ctx), CloseShutdown, nil)
 		}()
+	}
+	var firstErr error
+	for range all {
 		select {
 		case err := <-done:
 			if err != nil && firstErr == nil {
@@ -359,6 +377,9 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 	}
 	return firstErr
 }
+
+// shutdownParallel bounds how many envs Shutdown closes at once.
+const shutdownParallel = 64
 
 func newID() string {
 	var b [12]byte

@@ -198,6 +198,20 @@ func (p Part) check() error {
 	return nil
 }
 
+// MarshalJSON writes a text part's "text" even when it is empty, as the
+// part's schema requires (an empty command is a valid action); otherwise it
+// is the default encoding.
+func (p Part) MarshalJSON() ([]byte, error) {
+	type plain Part
+	if p.Type == PartText && p.Text == "" {
+		return json.Marshal(struct {
+			plain
+			Text string `json:"text"`
+		}{plain: plain(p)})
+	}
+	return json.Marshal(plain(p))
+}
+
 // MarshalJSON is the default; declared so a nil Parts slice encodes as [].
 func (o Observation) MarshalJSON() ([]byte, error) {
 	type plain Observation

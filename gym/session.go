@@ -120,7 +120,11 @@ func (s *Session) Reset(ctx context.Context, task *Task, seed int64, opts Option
 	if task.Env != "" && task.Env != s.Kind {
 		return ResetResult{}, fmt.Errorf("%w: task %q is for %s, the session runs %s", ErrBadRequest, task.ID, task.Env, s.Kind)
 	}
-	return s.reset(ctx, task, seed, opts)
+	res, err := s.reset(ctx, task, seed, opts)
+	if f := FailureOf(err); f != nil && f.Fault == FaultInfra {
+		s.closeLocked(context.WithoutCancel(ctx), CloseInfra, f)
+	}
+	return res, err
 }
 
 func (s *Session) reset(ctx context.Context, task *Task, seed int64, opts Options) (res ResetResult, err error) {
@@ -133,6 +137,9 @@ func (s *Session) reset(ctx context.Context, task *Task, seed int64, opts Option
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			err = InfraFault("reset_timeout", fmt.Errorf("reset took longer than %s", time.Duration(limits.StepTimeout)))
 		}
+		// The env is half reset: no step may reach it before a reset
+		// succeeds.
+		s.over = true
 		return res, err
 	}
 	s.task, s.limits = task, limits
@@ -170,7 +177,10 @@ func (s *Session) Step(ctx context.Context, stepID string, action Action) (StepR
 	if err != nil {
 		return StepResult{}, fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
-	sum := sha256.Sum256(raw)
+	var sum [32]byte // the action's fingerprint, for the step log
+	if stepID != "" {
+		sum = sha256.Sum256(raw)
+	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -214,6 +224,11 @@ func (s *Session) Step(ctx context.Context, stepID string, action Action) (StepR
 		return StepResult{}, err
 	}
 	res.Seq = ev.Seq
+	if _, ok := res.Info[infoVerifier]; ok {
+		// The verifier's details (expected answers, hidden test output)
+		// stay in the record; the agent sees only the reward.
+		res.Info = withoutInfo(res.Info, infoVerifier)
+	}
 	if stepID != "" {
 		s.steps.put(stepID, &loggedStep{sum: sum, res: res})
 	}
@@ -288,8 +303,8 @@ func (s *Session) runStep(ctx context.Context, action Action) (StepResult, time.
 	return res, elapsed, closeAfter
 }
 
-// verify runs the env's verifier after the terminating action and records
-// its verdict as a reward event keyed by the step.
+// verify runs the env's verifier after the terminating action; its verdict
+// becomes the step's reward.
 func (s *Session) verify(ctx context.Context, v Verifier, res *StepResult) {
 	vctx, cancel := context.WithTimeout(ctx, time.Duration(s.limits.StepTimeout))
 	defer cancel()
@@ -307,8 +322,22 @@ func (s *Session) verify(ctx context.Context, v Verifier, res *StepResult) {
 		return
 	}
 	res.Reward = reward
-	res.Info = withInfo(res.Info, "verifier", info)
+	res.Info = withInfo(res.Info, infoVerifier, info)
 	res.Info["reward_source"] = "verifier"
+}
+
+// infoVerifier is the step info key of the verifier's details, recorded in
+// the step event and removed from the agent's answer.
+const infoVerifier = "verifier"
+
+func withoutInfo(info Info, key string) Info {
+	out := make(Info, len(info))
+	for k, x := range info {
+		if k != key {
+			out[k] = x
+		}
+	}
+	return out
 }
 
 // withInfo sets key in a copy of info, so an env's own map is never changed

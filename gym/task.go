@@ -230,7 +230,7 @@ func loadFile(s *Suite, path string, suiteMeta bool) error {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		s.Tasks = append(s.Tasks, ts...)
-	case bytes.Contains(j, []byte(`"tasks"`)) || suiteMeta && !bytes.Contains(j, []byte(`"env"`)):
+	case hasKey(j, "tasks") || suiteMeta && !hasKey(j, "env"):
 		var su Suite
 		if err := strictJSON(j, &su); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
@@ -250,6 +250,17 @@ func loadFile(s *Suite, path string, suiteMeta bool) error {
 		s.Tasks = append(s.Tasks, t)
 	}
 	return nil
+}
+
+// hasKey reports whether the JSON object j has key at its top level (a
+// task's own data may hold a "tasks" key without being a suite).
+func hasKey(j []byte, key string) bool {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(j, &top) != nil {
+		return false
+	}
+	_, ok := top[key]
+	return ok
 }
 
 func readDoc(path string, v any) error {

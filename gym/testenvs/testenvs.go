@@ -76,11 +76,11 @@ func (g *guess) Reset(_ context.Context, task *gym.Task, seed int64, _ gym.Optio
 	g.data = GuessData{Low: 1, High: 100}
 	if len(task.Data) > 0 {
 		if err := json.Unmarshal(task.Data, &g.data); err != nil {
-			return gym.Observation{}, nil, gym.AgentFault("bad_task", fmt.Errorf("guess-v1 task data: %w (want {\"low\":1,\"high\":100})", err))
+			return gym.Observation{}, nil, gym.InfraFault("bad_task", fmt.Errorf("guess-v1 task data: %w (want {\"low\":1,\"high\":100})", err))
 		}
 	}
 	if g.data.High < g.data.Low {
-		return gym.Observation{}, nil, gym.AgentFault("bad_task", fmt.Errorf("guess-v1 task data: high %d is below low %d", g.data.High, g.data.Low))
+		return gym.Observation{}, nil, gym.InfraFault("bad_task", fmt.Errorf("guess-v1 task data: high %d is below low %d", g.data.High, g.data.Low))
 	}
 	r := rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
 	g.secret = g.data.Low + r.IntN(g.data.High-g.data.Low+1)

@@ -1,0 +1,566 @@
+package gym_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nextstate-rl/nextstate/gym"
+)
+
+func TestCreateErrors(t *testing.T) {
+	m, _ := newManager(t, gym.Config{})
+	ctx := t.Context()
+	for _, tc := range []struct {
+		req  gym.CreateRequest
+		want error
+		says string
+	}{
+		{gym.CreateRequest{}, gym.ErrBadRequest, `say which env`},
+		{gym.CreateRequest{Env: "nope-v1"}, gym.ErrUnknownKind, "registered: echo-v1, guess-v1, gymtest-"},
+		{gym.CreateRequest{TaskID: "no-such-task"}, gym.ErrUnknownTask, `"no-such-task"`},
+		{gym.CreateRequest{Env: "echo-v1", TaskID: "guess-1-100"}, gym.ErrUnknownTask, `"guess-1-100"`},
+		{gym.CreateRequest{Task: &gym.Task{Env: "echo-v1"}}, gym.ErrBadRequest, "no id"},
+		{gym.CreateRequest{Env: "echo-v1", Task: &gym.Task{ID: "x", Env: "guess-v1"}}, gym.ErrBadRequest, "is for guess-v1, not echo-v1"},
+	} {
+		_, _, err := m.Create(ctx, tc.req)
+		if !errors.Is(err, tc.want) || !strings.Contains(fmt.Sprint(err), tc.says) {
+			t.Errorf("create %+v: got %v, want %v saying %q", tc.req, err, tc.want, tc.says)
+		}
+	}
+	if m.Len() != 0 {
+		t.Errorf("%d sessions live after failed creates", m.Len())
+	}
+}
+
+func TestCreateResetFailureClosesWithReasonCreate(t *testing.T) {
+	m, mem := newManager(t, gym.Config{})
+	_, _, err := m.Create(t.Context(), gym.CreateRequest{Env: scriptName, Options: gym.Options{"fail_reset": true}})
+	if f := gym.FailureOf(err); f == nil || f.Fault != gym.FaultInfra || f.Reason != "boot" {
+		t.Fatalf("got %v, want the env's infra fault", err)
+	}
+	evs := mem.Events()
+	if len(evs) != 2 || evs[0].Type != gym.EventSessionCreated || evs[1].Type != gym.EventSessionClosed ||
+		evs[1].Reason != gym.CloseCreate || evs[1].Failure == nil || evs[1].Failure.Reason != "boot" {
+		t.Errorf("events %+v, want session.created then session.closed (create, boot)", evs)
+	}
+	if m.Len() != 0 {
+		t.Errorf("%d sessions live", m.Len())
+	}
+}
+
+func TestCapacity(t *testing.T) {
+	m, _ := newManager(t, gym.Config{MaxSessions: 2})
+	a := create(t, m, gym.CreateRequest{Env: "echo-v1"})
+	create(t, m, gym.CreateRequest{Env: "echo-v1"})
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := m.Create(context.Background(), gym.CreateRequest{Env: "echo-v1"})
+		done <- err
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Create over capacity hangs; it must fail at once")
+	}
+	var ce *gym.CapacityError
+	if !errors.As(err, &ce) || ce.Max != 2 || ce.Limit != "sessions" || ce.RetryAfter <= 0 {
+		t.Fatalf("got %v (%#v), want a *gym.CapacityError with max 2 and a retry hint", err, ce)
+	}
+	if !strings.Contains(err.Error(), "retry after") {
+		t.Errorf("error %q gives no retry hint", err)
+	}
+	if err := a.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	create(t, m, gym.CreateRequest{Env: "echo-v1"})
+}
+
+func TestDrain(t *testing.T) {
+	m, _ := newManager(t, gym.Config{})
+	s := create(t, m, gym.CreateRequest{Env: "echo-v1"})
+	m.Drain()
+	if _, _, err := m.Create(t.Context(), gym.CreateRequest{Env: "echo-v1"}); !errors.Is(err, gym.ErrDraining) {
+		t.Errorf("create while draining: got %v, want gym.ErrDraining", err)
+	}
+	step(t, s, "still served") // live sessions go on
+}
+
+func TestIdleReaper(t *testing.T) {
+	m, mem := newManager(t, gym.Config{IdleTTL: 20 * time.Millisecond, ReapInterval: 5 * time.Millisecond})
+	entered, gate := make(chan struct{}), make(chan struct{})
+	busy := create(t, m, gym.CreateRequest{Env: scriptName, Options: gym.Options{"entered": entered, "gate": gate}})
+	stepped := make(chan gym.StepResult, 1)
+	go func() {
+		res, err := busy.Step(context.Background(), "", gym.TextAction("gate"))
+		if err != nil {
+			t.Error(err)
+		}
+		stepped <- res
+	}()
+	<-entered
+	// idle is created after busy's request began, so when idle is reaped,
+	// busy has been quiet for as long: only its request keeps it.
+	idle := create(t, m, gym.CreateRequest{Env: "echo-v1"})
+	waitFor(t, "the idle session to be reaped", func() bool {
+		_, err := m.Get(idle.ID)
+		return errors.Is(err, gym.ErrUnknownSession)
+	})
+	ev, ok := closedEvent(mem, idle.ID)
+	if !ok || ev.Reason != gym.CloseIdle {
+		t.Errorf("idle session's close event %+v, want reason %q", ev, gym.CloseIdle)
+	}
+	if _, err := idle.Step(t.Context(), "", gym.TextAction("hi")); !errors.Is(err, gym.ErrSessionClosed) {
+		t.Errorf("step on a reaped session: got %v, want gym.ErrSessionClosed", err)
+	}
+	if _, err := m.Get(busy.ID); err != nil {
+		t.Fatalf("the reaper closed a session with a request in flight: %v", err)
+	}
+	close(gate)
+	if res := <-stepped; res.Observation.Text() != "through" {
+		t.Errorf("gated step: %+v", res)
+	}
+	waitFor(t, "the formerly busy session to be reaped once quiet", func() bool { return m.Len() == 0 })
+}
+
+func TestReaperCollectsAbandonedSessions(t *testing.T) {
+	before := runtime.NumGoroutine()
+	m, mem := newManager(t, gym.Config{IdleTTL: 50 * time.Millisecond, ReapInterval: 10 * time.Millisecond})
+	const n = 1000
+	var wg sync.WaitGroup
+	ids := make(chan string, n)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				s, _, err := m.Create(context.Background(), gym.CreateRequest{Env: "echo-v1", Seed: int64(i)})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := s.Step(context.Background(), fmt.Sprint("s", i), gym.TextAction("hi")); err != nil {
+					t.Error(err)
+				}
+				ids <- s.ID // and abandon it
+			}
+		})
+	}
+	wg.Wait()
+	close(ids)
+	waitFor(t, "every abandoned session to be reaped", func() bool { return m.Len() == 0 })
+	for id := range ids {
+		if ev, ok := closedEvent(mem, id); !ok || ev.Reason != gym.CloseIdle {
+			t.Fatalf("session %s: close event %+v, want reason idle", id, ev)
+		}
+	}
+	// The manager's own reaper is the only goroutine left: back to the
+	// baseline plus one, and to the baseline after Shutdown.
+	waitFor(t, "goroutines to return to the baseline", func() bool { return runtime.NumGoroutine() <= before+1 })
+	if err := m.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the reaper to stop", func() bool { return runtime.NumGoroutine() <= before })
+}
+
+func TestMaxStepsTruncates(t *testing.T) {
+	m, mem := newManager(t, gym.Config{})
+	s := create(t, m, gym.CreateRequest{Task: &gym.Task{ID: "three", Env: "echo-v1", Limits: gym.Limits{MaxSteps: 3}}})
+	for i := 1; i <= 3; i++ {
+		res := step(t, s, "x")
+		if want := i == 3; res.Truncated != want || res.Terminated {
+			t.Fatalf("step %d: truncated %v terminated %v", i, res.Truncated, res.Terminated)
+		}
+		if i == 3 && (res.Info["truncated_by"] != "max_steps" || res.Failure != nil) {
+			t.Errorf("step 3: info %v failure %v, want truncated_by=max_steps and no failure", res.Info, res.Failure)
+		}
+	}
+	if _, err := s.Step(t.Context(), "", gym.TextAction("x")); !errors.Is(err, gym.ErrEpisodeOver) {
+		t.Errorf("step 4: got %v, want gym.ErrEpisodeOver", err)
+	}
+	evs := mem.Session(s.ID)
+	if last := evs[len(evs)-1]; last.Type != gym.EventStep || !last.Truncated || last.Info["truncated_by"] != "max_steps" {
+		t.Errorf("last event %+v, want the truncated step", last)
+	}
+	// A terminating last step is terminated, not truncated.
+	s = create(t, m, gym.CreateRequest{Task: &gym.Task{ID: "one", Env: "echo-v1", Limits: gym.Limits{MaxSteps: 1}}})
+	if res := step(t, s, "/done"); !res.Terminated || res.Truncated {
+		t.Errorf("terminating on the last allowed step: terminated %v truncated %v", res.Terminated, res.Truncated)
+	}
+}
+
+func TestStepTimeoutIsTheAgentsFault(t *testing.T) {
+	m, mem := newManager(t, gym.Config{})
+	for _, tc := range []struct {
+		limits gym.Limits
+		reason string
+	}{
+		{gym.Limits{StepTimeout: gym.Duration(20 * time.Millisecond)}, "step_timeout"},
+		{gym.Limits{EpisodeTimeout: gym.Duration(20 * time.Millisecond)}, "episode_timeout"},
+	} {
+		s := create(t, m, gym.CreateRequest{Task: &gym.Task{ID: "slow", Env: scriptName, Limits: tc.limits}})
+		res := step(t, s, "block")
+		want := gym.Failure{Fault: gym.FaultAgent, Reason: tc.reason}
+		if res.Failure == nil || res.Failure.Fault != want.Fault || res.Failure.Reason != want.Reason {
+			t.Fatalf("%s: failure %+v, want %+v", tc.reason, res.Failure, want)
+		}
+		if !res.Truncated || res.Terminated || res.Info["truncated_by"] != tc.reason {
+			t.Errorf("%s: truncated %v terminated %v info %v", tc.reason, res.Truncated, res.Terminated, res.Info)
+		}
+		// The agent's timeout ends the episode, not the session.
+		if _, err := s.Step(t.Context(), "", gym.TextAction("x")); !errors.Is(err, gym.ErrEpisodeOver) {
+			t.Errorf("%s: next step got %v, want gym.ErrEpisodeOver", tc.reason, err)
+		}
+		if _, err := s.Reset(t.Context(), nil, 1, nil); err != nil {
+			t.Errorf("%s: reset after a timeout: %v", tc.reason, err)
+		}
+		if tc.reason == "step_timeout" {
+			step(t, s, "again")
+		}
+		if _, ok := closedEvent(mem, s.ID); ok {
+			t.Errorf("%s: the session closed", tc.reason)
+		}
+	}
+}
+
+func TestAgentFaultKeepsSession(t *testing.T) {
+	m, _ := newManager(t, gym.Config{})
+	s := create(t, m, gym.CreateRequest{Env: scriptName})
+	res := step(t, s, "agent")
+	if res.Failure == nil || res.Failure.Fault != gym.FaultAgent || res.Failure.Reason != "bad_command" || !res.Truncated {
+		t.Fatalf("got %+v", res)
+	}
+	if _, err := m.Get(s.ID); err != nil {
+		t.Errorf("an agent fault closed the session: %v", err)
+	}
+}
+
+func TestPanicFailsOnlyItsSession(t *testing.T) {
+	m, mem := newManager(t, gym.Config{})
+	bad := create(t, m, gym.CreateRequest{Env: scriptName})
+	good := create(t, m, gym.CreateRequest{Env: scriptName})
+	res := step(t, bad, "panic")
+	if res.Failure == nil || res.Failure.Fault != gym.FaultInfra || res.Failure.Reason != "panic" ||
+		!strings.Contains(res.Failure.Message, "scripted panic") || !res.Truncated {
+		t.Fatalf("panicking step: %+v, want a truncated step with an infra failure naming the panic", res)
+	}
+	if _, err := m.Get(bad.ID); !errors.Is(err, gym.ErrUnknownSession) {
+		t.Errorf("the panicking session is still live: %v", err)
+	}
+	if ev, ok := closedEvent(mem, bad.ID); !ok || ev.Reason != gym.CloseInfra || ev.Failure == nil || ev.Failure.Reason != "panic" {
+		t.Errorf("close event %+v, want reason infra with the panic failure", ev)
+	}
+	if _, err := bad.Step(t.Context(), "", gym.TextAction("x")); !errors.Is(err, gym.ErrSessionClosed) {
+		t.Errorf("step after the panic: got %v, want gym.ErrSessionClosed", err)
+	}
+	if res := step(t, good, "fine"); res.Observation.Text() != "fine" {
+		t.Errorf("the other session: %+v", res)
+	}
+}
+
+func TestInfraFaultClosesSession(t *testing.T) {
+	m, mem := newManager(t, gym.Config{})
+	s := create(t, m, gym.CreateRequest{Env: scriptName})
+	res, err := s.Step(t.Context(), "die-1", gym.TextAction("infra"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Failure == nil || res.Failure.Fault != gym.FaultInfra || res.Failure.Reason != "sandbox_died" || !res.Truncated {
+		t.Fatalf("got %+v", res)
+	}
+	if ev, ok := closedEvent(mem, s.ID); !ok || ev.Reason != gym.CloseInfra || ev.Failure == nil || ev.Failure.Reason != "sandbox_died" {
+		t.Errorf("close event %+v, want reason infra, failure sandbox_died", ev)
+	}
+	evs := mem.Session(s.ID)
+	if st := evs[len(evs)-2]; st.Type != gym.EventStep || st.Failure == nil || st.Failure.Fault != gym.FaultInfra {
+		t.Errorf("the failed step is not recorded with its failure: %+v", st)
+	}
+}
+
+func TestVerifier(t *testing.T) {
+	m, mem := newManager(t, gym.Config{})
+	s := create(t, m, gym.CreateRequest{Env: scriptName})
+	res := step(t, s, "end")
+	// The verifier's 0.75 replaces the env's own 0.25.
+	if !res.Terminated || res.Reward != 0.75 || res.Info["reward_source"] != "verifier" {
+		t.Fatalf("got %+v, want terminated with the verifier's reward", res)
+	}
+	if _, leaked := res.Info["verifier"]; leaked {
+		t.Errorf("the agent's answer carries the verifier's details: %v", res.Info)
+	}
+	evs := mem.Session(s.ID)
+	if last := evs[len(evs)-1]; last.Type != gym.EventStep || last.Reward == nil || *last.Reward != 0.75 {
+		t.Errorf("recorded step %+v, want the verifier's reward", last)
+	} else if v, _ := last.Info["verifier"].(gym.Info); v["checked"] != true {
+		t.Errorf("recorded info %v lacks the verifier's info", last.Info)
+	}
+
+	// A verifier that fails leaves the outcome unknown: truncated, infra.
+	s = create(t, m, gym.CreateRequest{Env: scriptName, Options: gym.Options{"verify_err": true}})
+	res = step(t, s, "end")
+	if res.Terminated || !res.Truncated || res.Failure == nil || res.Failure.Fault != gym.FaultInfra || res.Failure.Reason != "verifier" {
+		t.Errorf("failing verifier: %+v, want truncated with an infra failure", res)
+	}
+}
+
+func TestGuessVerifier(t *testing.T) {
+	m, mem := newManager(t, gym.Config{})
+	task := &gym.Task{ID: "one", Env: "guess-v1", Data: []byte(`{"low":5,"high":5}`)}
+	s := create(t, m, gym.CreateRequest{Task: task, Seed: 9})
+	res := step(t, s, "5")
+	if !res.Terminated || res.Reward != 1 || res.Info["reward_source"] != "verifier" {
+		t.Fatalf("got %+v", res)
+	}
+	evs := mem.Session(s.ID)
+	if v, _ := evs[len(evs)-1].Info["verifier"].(gym.Info); v["secret"] != 5 {
+		t.Errorf("recorded info.verifier %v, want secret 5", evs[len(evs)-1].Info["verifier"])
+	}
+}
+
+func TestRecorderFailureClosesSession(t *testing.T) {
+	boom := errors.New("disk full")
+	var mu sync.Mutex
+	var closed []gym.Event
+	var seq int64
+	rec := gym.RecorderFunc(func(_ context.Context, ev *gym.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if ev.Type == gym.EventStep && ev.Action.Text() == "fail" {
+			return boom
+		}
+		seq++
+		ev.Seq = seq
+		if ev.Type == gym.EventSessionClosed {
+			closed = append(closed, *ev)
+		}
+		return nil
+	})
+	m, _ := newManager(t, gym.Config{Recorder: rec})
+	s := create(t, m, gym.CreateRequest{Env: "echo-v1"})
+	step(t, s, "ok")
+	_, err := s.Step(t.Context(), "id-1", gym.TextAction("fail"))
+	if !errors.Is(err, boom) {
+		t.Fatalf("got %v, want the recorder's error", err)
+	}
+	if f := gym.FailureOf(err); f.Fault != gym.FaultInfra || f.Reason != "store" {
+		t.Errorf("failure %+v, want infra/store", f)
+	}
+	if _, err := s.Step(t.Context(), "id-1", gym.TextAction("fail")); !errors.Is(err, gym.ErrSessionClosed) {
+		t.Errorf("retry after a failed record: got %v, want gym.ErrSessionClosed (the step was never acknowledged)", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(closed) != 1 || closed[0].Reason != gym.CloseInfra || closed[0].Failure == nil || closed[0].Failure.Reason != "store" {
+		t.Errorf("close events %+v, want one with reason infra, failure store", closed)
+	}
+}
+
+func TestAddReward(t *testing.T) {
+	m, mem := newManager(t, gym.Config{})
+	r := 0.5
+	full := gym.Event{Session: "s_1", StepID: "st_1", Reward: &r, Source: "judge:prm"}
+	for _, tc := range []struct {
+		name string
+		edit func(*gym.Event)
+	}{
+		{"session", func(e *gym.Event) { e.Session = "" }},
+		{"step_id", func(e *gym.Event) { e.StepID = "" }},
+		{"reward", func(e *gym.Event) { e.Reward = nil }},
+		{"source", func(e *gym.Event) { e.Source = "" }},
+	} {
+		ev := full
+		tc.edit(&ev)
+		if _, err := m.AddReward(t.Context(), ev); !errors.Is(err, gym.ErrBadRequest) || !strings.Contains(err.Error(), tc.name) {
+			t.Errorf("reward without %s: got %v, want gym.ErrBadRequest naming it", tc.name, err)
+		}
+	}
+	seq, err := m.AddReward(t.Context(), full)
+	if err != nil || seq == 0 {
+		t.Fatalf("AddReward: %d, %v", seq, err)
+	}
+	evs := mem.Events()
+	if len(evs) != 1 || evs[0].Type != gym.EventReward || evs[0].Seq != seq || evs[0].Time.IsZero() || *evs[0].Reward != 0.5 {
+		t.Errorf("recorded %+v", evs)
+	}
+}
+
+func TestShutdown(t *testing.T) {
+	m, mem := newManager(t, gym.Config{})
+	var ss []*gym.Session
+	for range 3 {
+		ss = append(ss, create(t, m, gym.CreateRequest{Env: "echo-v1"}))
+	}
+	if err := m.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range ss {
+		if ev, ok := closedEvent(mem, s.ID); !ok || ev.Reason != gym.CloseShutdown {
+			t.Errorf("session %s: close event %+v, want reason shutdown", s.ID, ev)
+		}
+		if _, err := s.Step(t.Context(), "", gym.TextAction("x")); !errors.Is(err, gym.ErrSessionClosed) {
+			t.Errorf("step after shutdown: %v", err)
+		}
+	}
+	if m.Len() != 0 {
+		t.Errorf("%d sessions after shutdown", m.Len())
+	}
+	n := len(mem.Events())
+	if err := m.Shutdown(t.Context()); err != nil {
+		t.Errorf("second Shutdown: %v", err)
+	}
+	if len(mem.Events()) != n {
+		t.Errorf("second Shutdown recorded more events")
+	}
+	if _, _, err := m.Create(t.Context(), gym.CreateRequest{Env: "echo-v1"}); !errors.Is(err, gym.ErrDraining) {
+		t.Errorf("create after shutdown: got %v, want gym.ErrDraining", err)
+	}
+}
+
+// A busy session must not keep Shutdown from closing the others, and it is
+// closed itself once its request ends.
+func TestShutdownPastDeadlineClosesEverySession(t *testing.T) {
+	m, mem := newManager(t, gym.Config{})
+	entered, gate := make(chan struct{}), make(chan struct{})
+	busy := create(t, m, gym.CreateRequest{Env: scriptName, Options: gym.Options{"entered": entered, "gate": gate}})
+	var idle []*gym.Session
+	for range 8 {
+		idle = append(idle, create(t, m, gym.CreateRequest{Env: "echo-v1"}))
+	}
+	stepped := make(chan error, 1)
+	go func() {
+		_, err := busy.Step(context.Background(), "", gym.TextAction("gate"))
+		stepped <- err
+	}()
+	<-entered
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := m.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Shutdown with a busy session and a done ctx: got %v, want context.Canceled", err)
+	}
+	for _, s := range idle {
+		waitFor(t, "idle session "+s.ID+" to close", func() bool {
+			ev, ok := closedEvent(mem, s.ID)
+			return ok && ev.Reason == gym.CloseShutdown
+		})
+	}
+	close(gate)
+	if err := <-stepped; err != nil {
+		t.Errorf("the in-flight step: %v", err)
+	}
+	waitFor(t, "the busy session to close after its step", func() bool {
+		ev, ok := closedEvent(mem, busy.ID)
+		return ok && ev.Reason == gym.CloseShutdown
+	})
+}
+
+func TestBadActionConsumesNoStep(t *testing.T) {
+	m, mem := newManager(t, gym.Config{})
+	s := create(t, m, gym.CreateRequest{Env: "echo-v1"})
+	call := gym.Action{Parts: []gym.Part{{Type: gym.PartToolCall, ToolCall: &gym.ToolCall{Function: gym.FunctionCall{Name: "f", Arguments: "{}"}}}}}
+	_, err := s.Step(t.Context(), "a", call)
+	var ae *gym.ActionError
+	var se *gym.SchemaError
+	if !errors.Is(err, gym.ErrBadAction) || !errors.As(err, &ae) || !errors.As(err, &se) {
+		t.Fatalf("got %v, want an *ActionError wrapping ErrBadAction and a *SchemaError", err)
+	}
+	if ae.Kind != "echo-v1" || len(se.Problems) != 1 || se.Problems[0] != `at /parts/0/type: got "tool_call", want "text"` {
+		t.Errorf("kind %q problems %q", ae.Kind, se.Problems)
+	}
+	if _, err := s.Step(t.Context(), "b", gym.Action{}); !errors.Is(err, gym.ErrBadAction) {
+		t.Errorf("no parts: got %v", err)
+	}
+	if res := step(t, s, "ok"); res.Step != 1 {
+		t.Errorf("first valid step is step %d, want 1", res.Step)
+	}
+	if n := len(mem.Session(s.ID)); n != 3 {
+		t.Errorf("%d events, want created, reset, one step", n)
+	}
+}
+
+func TestEmptyTextActionIsValid(t *testing.T) {
+	m, _ := newManager(t, gym.Config{})
+	s := create(t, m, gym.CreateRequest{Env: "echo-v1"})
+	res, err := s.Step(t.Context(), "", gym.TextAction(""))
+	if err != nil {
+		t.Fatalf("an empty command is a valid text action: %v", err)
+	}
+	if len(res.Observation.Parts) != 1 || res.Observation.Parts[0].Text != "" {
+		t.Errorf("got %+v", res.Observation)
+	}
+}
+
+func TestStepIDs(t *testing.T) {
+	m, mem := newManager(t, gym.Config{})
+	s := create(t, m, gym.CreateRequest{Env: "echo-v1"})
+	ctx := t.Context()
+	first, err := s.Step(ctx, "one", gym.TextAction("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.Step(ctx, "one", gym.TextAction("a"))
+	if err != nil || !again.Replayed || again.Step != first.Step || again.Seq != first.Seq {
+		t.Fatalf("retry: %+v, %v", again, err)
+	}
+	if _, err := s.Step(ctx, "one", gym.TextAction("b")); !errors.Is(err, gym.ErrStepIDReused) {
+		t.Errorf("reuse: got %v, want gym.ErrStepIDReused", err)
+	}
+	if res := step(t, s, "c"); res.Step != 2 {
+		t.Errorf("step after a retry is %d, want 2", res.Step)
+	}
+	// A replay answers even after the episode ended.
+	end, err := s.Step(ctx, "end", gym.TextAction("/done"))
+	if err != nil || !end.Terminated {
+		t.Fatal(end, err)
+	}
+	if again, err := s.Step(ctx, "end", gym.TextAction("/done")); err != nil || !again.Replayed || !again.Terminated {
+		t.Errorf("retry of the ending step: %+v, %v", again, err)
+	}
+	if n := len(mem.Session(s.ID)); n != 5 {
+		t.Errorf("%d events, want created, reset and 3 steps", n)
+	}
+}
+
+func TestConcurrentStepsSerialize(t *testing.T) {
+	m, _ := newManager(t, gym.Config{})
+	s := create(t, m, gym.CreateRequest{Env: "echo-v1"})
+	const workers, each = 8, 50
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	seen := map[int]bool{}
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				res, err := s.Step(context.Background(), fmt.Sprintf("%d-%d", w, i), gym.TextAction("x"))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				seen[res.Step] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for i := 1; i <= workers*each; i++ {
+		if !seen[i] {
+			t.Fatalf("step %d missing: %d distinct step numbers for %d steps", i, len(seen), workers*each)
+		}
+	}
+}
+
+func TestResetChecksKind(t *testing.T) {
+	m, _ := newManager(t, gym.Config{})
+	s := create(t, m, gym.CreateRequest{Env: "echo-v1"})
+	if _, err := s.Reset(t.Context(), &gym.Task{ID: "g", Env: "guess-v1"}, 0, nil); !errors.Is(err, gym.ErrBadRequest) {
+		t.Errorf("reset with another kind's task: got %v, want gym.ErrBadRequest", err)
+	}
+	rr, err := s.Reset(t.Context(), &gym.Task{ID: "e2", Env: "echo-v1", Instruction: "second"}, 0, nil)
+	if err != nil || rr.Episode != 2 || rr.Task != "e2" || s.Task().ID != "e2" {
+		t.Errorf("reset with a new task: %+v, %v", rr, err)
+	}
+}
