@@ -34,8 +34,15 @@ func (e *StepError) Error() string {
 
 func (e *StepError) Unwrap() error { return e.Err }
 
-// lostError is the error of a call cut off by a lost connection.
+// lostError is the error of a call cut off by a lost connection. cause may
+// itself wrap ErrConnectionLost.
 func lostError(method string, written bool, cause error) error {
+	if errors.Is(cause, ErrConnectionLost) {
+		if written {
+			return fmt.Errorf("client: %s: the request was sent, so its outcome is unknown: %w", method, cause)
+		}
+		return fmt.Errorf("client: %s: %w", method, cause)
+	}
 	if written {
 		return fmt.Errorf("client: %s: the connection was lost after the request was sent, so its outcome is unknown (%v): %w",
 			method, cause, ErrConnectionLost)

@@ -76,10 +76,12 @@ func WithLogger(l *slog.Logger) Opt {
 	return func(o *options) { o.log = l }
 }
 
-// WithMaxFrame caps the size of one WebSocket message in either direction:
-// a request larger than n bytes fails before it is sent, and a larger
-// incoming message breaks the connection. Default wire.MaxFrameBytes, the
-// server's default; raise both together.
+// WithMaxFrame caps the size of a request: one larger than n bytes fails
+// with an error wrapping gym.ErrBadRequest before it is sent. Default
+// wire.MaxFrameBytes, the server's default cap on what it reads; raise both
+// together. Messages from the server may be up to 16 times larger (results
+// such as resumed events are bigger than requests); a larger one breaks the
+// connection.
 func WithMaxFrame(n int) Opt {
 	return func(o *options) {
 		if n > 0 {

@@ -1,0 +1,201 @@
+package client
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/nextstate-rl/nextstate/server/wire"
+)
+
+// conn is one WebSocket connection with its reader and writer goroutines.
+// A Client has at most one at a time; after a drop the supervisor waits for
+// both goroutines before it looks at the calls that were on it.
+type conn struct {
+	ws   *websocket.Conn
+	out  chan *call // the bounded outbound queue
+	done chan struct{}
+	once sync.Once
+	err  error          // why it ended; read after done is closed
+	wg   sync.WaitGroup // the reader and the writer
+}
+
+// fail ends the connection once, with a reason. Closing the socket unblocks
+// the reader; the writer sees done.
+func (cn *conn) fail(err error) {
+	cn.once.Do(func() {
+		cn.err = err
+		close(cn.done)
+		cn.ws.Close()
+	})
+}
+
+// inbound is any message the server sends: a response (id with result or
+// error) or a notification (method and params).
+type inbound struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *wire.Error     `json:"error"`
+}
+
+// writeLoop sends queued requests in order, and the keepalive pings.
+func (c *Client) writeLoop(cn *conn) {
+	defer c.wg.Done()
+	defer cn.wg.Done()
+	var tick <-chan time.Time
+	if c.opts.keepalive > 0 {
+		t := time.NewTicker(c.opts.keepalive)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case cl := <-cn.out:
+			if cl.abandoned.Load() {
+				continue // its caller gave up before it went out
+			}
+			cl.wrote.Store(cn)
+			cn.ws.SetWriteDeadline(time.Now().Add(c.opts.writeLimit))
+			if err := cn.ws.WriteMessage(websocket.TextMessage, cl.frame); err != nil {
+				cn.fail(fmt.Errorf("writing: %w", err))
+				return
+			}
+		case <-tick:
+			if err := cn.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.opts.writeLimit)); err != nil {
+				cn.fail(fmt.Errorf("pinging: %w", err))
+				return
+			}
+		case <-cn.done:
+			return
+		case <-c.quit:
+			cn.ws.WriteControl(websocket.CloseMessage,
+				websocket.FormatCloseMessage(websocket.CloseNormalClosure, "client closed"), time.Now().Add(time.Second))
+			cn.fail(ErrClosed)
+			return
+		}
+	}
+}
+
+// readLoop reads messages and hands them to dispatch; it never waits on a
+// write or on a slow consumer.
+func (c *Client) readLoop(cn *conn) {
+	defer c.wg.Done()
+	defer cn.wg.Done()
+	ws := cn.ws
+	extend := func() {}
+	if ka := c.opts.keepalive; ka > 0 {
+		extend = func() { ws.SetReadDeadline(time.Now().Add(3 * ka)) }
+	}
+	extend()
+	ws.SetPongHandler(func(string) error { extend(); return nil })
+	ws.SetPingHandler(func(data string) error {
+		extend()
+		// As gorilla's default handler does: answer, and let a failed
+		// pong show up as a failed read or write later.
+		err := ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(c.opts.writeLimit))
+		var ne net.Error
+		if err == nil || errors.Is(err, websocket.ErrCloseSent) || errors.As(err, &ne) && ne.Timeout() {
+			return nil
+		}
+		return err
+	})
+	for {
+		_, data, err := ws.ReadMessage()
+		if err != nil {
+			if errors.Is(err, websocket.ErrReadLimit) {
+				c.log.Error("nextstate client: a message from the server is over the read limit; raise WithMaxFrame",
+					"limit", c.opts.maxFrame*readFactor)
+			}
+			cn.fail(fmt.Errorf("reading: %w", err))
+			return
+		}
+		extend()
+		if !c.dispatch(cn, data) {
+			return
+		}
+	}
+}
+
+// dispatch routes one message. It reports false when the reader must stop.
+func (c *Client) dispatch(cn *conn, data []byte) bool {
+	var m inbound
+	if err := json.Unmarshal(data, &m); err != nil {
+		c.log.Warn("nextstate client: unreadable message from the server", "err", err)
+		return true
+	}
+	if m.Method != "" {
+		c.notify(cn, m.Method, m.Params)
+		return true
+	}
+	id, err := strconv.ParseUint(string(m.ID), 10, 64)
+	if err != nil {
+		// An id of null: the server could not read one of our frames.
+		c.log.Warn("nextstate client: server error for no request", "id", string(m.ID), "err", m.Error)
+		return true
+	}
+	c.mu.Lock()
+	cl := c.pending[id]
+	if cl == nil || cl.conn != cn {
+		c.mu.Unlock()
+		return true // its caller gave up
+	}
+	if c.dropResponse != "" && c.dropResponse == cl.method {
+		// Test hook: lose this answer with the connection.
+		c.dropResponse = ""
+		c.mu.Unlock()
+		cn.fail(errors.New("test hook dropped the response"))
+		return false
+	}
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if m.Error != nil {
+		cl.finish(nil, m.Error.Native())
+		return true
+	}
+	if cl.onResult != nil {
+		cl.onResult(cn, m.Result)
+	}
+	cl.finish(m.Result, nil)
+	return true
+}
+
+// notify routes a server-pushed notification to its subscription.
+func (c *Client) notify(cn *conn, method string, params json.RawMessage) {
+	switch method {
+	case wire.NotifyEvent:
+		var n wire.EventNotification
+		if err := json.Unmarshal(params, &n); err != nil || n.Event == nil {
+			c.log.Warn("nextstate client: unreadable event notification", "err", err)
+			return
+		}
+		c.mu.Lock()
+		s := c.subByID[n.Subscription]
+		c.mu.Unlock()
+		if s != nil {
+			s.push(cn, n.Subscription, n.Event)
+		}
+	case wire.NotifySubscriptionEnded:
+		var n wire.EndedNotification
+		if err := json.Unmarshal(params, &n); err != nil {
+			c.log.Warn("nextstate client: unreadable events.ended notification", "err", err)
+			return
+		}
+		c.mu.Lock()
+		s := c.subByID[n.Subscription]
+		delete(c.subByID, n.Subscription)
+		c.mu.Unlock()
+		if s != nil {
+			s.ended(cn, n)
+		}
+	default:
+		c.log.Debug("nextstate client: unknown notification", "method", method)
+	}
+}

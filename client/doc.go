@@ -1,0 +1,66 @@
+// Package client is the Go client of a nextstate server: it drives sessions
+// (create, step, reset, resume, close), lists env kinds and tasks, adds late
+// rewards and subscribes to the event stream, over one WebSocket speaking
+// JSON-RPC 2.0 (protocol wire.Version, the contract in server/wire and
+// docs/protocol.md).
+//
+// # Connecting
+//
+// Dial connects and returns a Client; options set the bearer token
+// (WithToken), extra handshake headers (WithHeader), the dialer
+// (WithDialer), the reconnect policy (WithReconnect, WithoutReconnect), the
+// logger, the frame cap (WithMaxFrame), the outbound queue (WithQueueLen),
+// the subscription buffer (WithEventBuffer) and keepalive pings
+// (WithKeepalive). The URL may be ws://host:port or http://host:port; with no
+// path, /v1/ws is appended. The ctx given to Dial bounds the dial only.
+//
+// # Concurrency
+//
+// A Client is safe for concurrent use. Every call takes a ctx and returns
+// when its answer arrives or the ctx ends, whichever is first; calls from
+// many goroutines share the connection, each matched to its answer by
+// request id. Each connection has one reader and one writer goroutine; the
+// writer drains a bounded queue, and a caller finding it full waits (bounded
+// by its ctx). The reader never waits on a caller or on a subscriber. Close
+// ends the connection and waits for every goroutine the client started.
+//
+// # Errors
+//
+// A server error comes back as the error gym would have returned in
+// process, so errors.Is(err, gym.ErrUnknownSession), errors.Is(err,
+// gym.ErrEpisodeOver) and errors.As(err, &capErr) with capErr a
+// *gym.CapacityError work as on the server; errors.As to a *wire.Error gives
+// the code and its data. A call on a closed Client returns ErrClosed.
+//
+// # Reconnecting and idempotency
+//
+// Sessions outlive connections. When the connection drops, the client
+// redials with exponential backoff (WithReconnect; on by default) and sends
+// again the calls that are safe to send twice: reads (server.info,
+// env.list, env.describe, task.list, session.resume), session.close, and
+// steps, because Session.Step gives each step a unique step id and the
+// server answers a step id it has seen from its record (StepResult.Replayed
+// is then true) instead of running the action again. Calls that are not
+// safe to repeat (Create, Session.Reset, AddReward, a step with an empty
+// step id) are never sent twice: if the connection dropped after one was
+// written, it fails with an error that wraps ErrConnectionLost and says
+// that its outcome is unknown; Session.Resume then shows whether it
+// happened. Calls made while the client is redialing wait for the new
+// connection. With reconnecting off, or once the policy gives up, every
+// call in flight and every later call fails with an error wrapping
+// ErrConnectionLost; Dial again and Attach the sessions to go on.
+//
+// Session.LastSeq is the highest event seq a Session handle has seen in its
+// own answers; Session.Resume(ctx, s.LastSeq()) returns exactly the events
+// of the session it has not seen, such as a reset whose answer was lost or
+// rewards added by a judge.
+//
+// # Subscriptions
+//
+// Subscribe streams events matching a filter: stored ones after a seq, then
+// live ones. The client keeps a subscription going through what would end
+// it (the server's events.ended for a slow consumer, a dropped connection,
+// a reader that falls behind the client's buffer) by subscribing again from
+// the last seq it queued, so C delivers events in seq order with no
+// duplicates and no gaps.
+package client
