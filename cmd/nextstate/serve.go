@@ -19,6 +19,7 @@ import (
 
 type serveFlags struct {
 	addr, dataDir, token, tokenFile string
+	readyFile                       string
 	suites                          []string
 	maxSessions                     int
 	idleTTL, drain                  time.Duration
@@ -54,6 +55,7 @@ flushed and every env is closed, within --drain.`,
 	fl.DurationVar(&f.episodeTimeout, "episode-timeout", time.Hour, "default deadline of one episode")
 	fl.DurationVar(&f.drain, "drain", 30*time.Second, "how long shutdown waits for in-flight work")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fl.StringVar(&f.readyFile, "ready-file", "", "write the bound address (host:port) to this file once listening")
 	return c
 }
 
@@ -91,6 +93,20 @@ func runServe(ctx context.Context, f serveFlags) error {
 		return err
 	}
 	log.Info("serving", "addr", ln.Addr().String(), "data", f.dataDir, "envs", gym.Kinds(), "auth", token != "")
+	if f.readyFile != "" {
+		// Written whole, then renamed, so a watcher never reads half of it.
+		tmp := f.readyFile + ".tmp"
+		if err := os.WriteFile(tmp, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
+			ln.Close()
+			srv.Shutdown(context.Background())
+			return err
+		}
+		if err := os.Rename(tmp, f.readyFile); err != nil {
+			ln.Close()
+			srv.Shutdown(context.Background())
+			return err
+		}
+	}
 	sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)

@@ -27,6 +27,9 @@ var ErrBlobNotFound = errors.New("store: blob not found")
 // returns its reference, "sha256:<hex>". The file is written to a temporary
 // name, synced and renamed, so a reader never sees part of it.
 func (s *Store) PutBlob(data []byte) (ref string, err error) {
+	if s.readOnly {
+		return "", ErrReadOnly
+	}
 	sum := sha256.Sum256(data)
 	hx := hex.EncodeToString(sum[:])
 	ref = RefPrefix + hx
@@ -96,37 +99,52 @@ func (s *Store) blobPath(ref string) (string, error) {
 // back inline. It replaces the Observation, Action and the parts it changes
 // with copies, so an event shared with others (from OnCommit) is safe to pass.
 func (s *Store) Inline(ev *gym.Event) error {
-	in := func(b *gym.Blob) (*gym.Blob, error) {
-		if b.Ref == "" || b.Data != nil {
-			return nil, nil
-		}
-		data, err := s.readBlob(b.Ref)
-		if err != nil {
-			return nil, err
-		}
-		nb := *b
-		nb.Data = data
-		return &nb, nil
+	if err := s.inlineObservation(&ev.Observation); err != nil {
+		return fmt.Errorf("store: event %d: %w", ev.Seq, err)
 	}
-	if ev.Observation != nil {
-		parts, err := rewriteBlobs(ev.Observation.Parts, in)
-		if err != nil {
-			return fmt.Errorf("store: event %d: %w", ev.Seq, err)
-		}
-		if parts != nil {
-			ev.Observation = &gym.Observation{Parts: parts}
-		}
-	}
-	if ev.Action != nil {
-		parts, err := rewriteBlobs(ev.Action.Parts, in)
-		if err != nil {
-			return fmt.Errorf("store: event %d: %w", ev.Seq, err)
-		}
-		if parts != nil {
-			ev.Action = &gym.Action{Parts: parts}
-		}
+	if err := s.inlineAction(&ev.Action); err != nil {
+		return fmt.Errorf("store: event %d: %w", ev.Seq, err)
 	}
 	return nil
+}
+
+// inlineObservation replaces *o by a copy with its blobs' data inline, if
+// it has any blob references.
+func (s *Store) inlineObservation(o **gym.Observation) error {
+	if *o == nil {
+		return nil
+	}
+	parts, err := rewriteBlobs((*o).Parts, s.inlineBlob)
+	if parts != nil {
+		*o = &gym.Observation{Parts: parts}
+	}
+	return err
+}
+
+// inlineAction is inlineObservation for an action.
+func (s *Store) inlineAction(a **gym.Action) error {
+	if *a == nil {
+		return nil
+	}
+	parts, err := rewriteBlobs((*a).Parts, s.inlineBlob)
+	if parts != nil {
+		*a = &gym.Action{Parts: parts}
+	}
+	return err
+}
+
+// inlineBlob is the rewriteBlobs function that reads a reference's data.
+func (s *Store) inlineBlob(b *gym.Blob) (*gym.Blob, error) {
+	if b.Ref == "" || b.Data != nil {
+		return nil, nil
+	}
+	data, err := s.readBlob(b.Ref)
+	if err != nil {
+		return nil, err
+	}
+	nb := *b
+	nb.Data = data
+	return &nb, nil
 }
 
 func (s *Store) readBlob(ref string) ([]byte, error) {

@@ -83,7 +83,8 @@ type LateReward struct {
 // For trajectories, f selects episodes rather than events: Session, Run, Env
 // and Task select the episodes' session and fields; AfterSeq keeps the
 // episodes that began after it (an episode whose reset is at or before it is
-// left out, not cut); Limit is the most episodes written; Types is ignored.
+// left out, not cut); Limit is the most episodes written; Types is ignored;
+// ReadBlobs inlines blob data one episode at a time.
 func (s *Store) Export(ctx context.Context, w io.Writer, f Filter, format string) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	enc := json.NewEncoder(bw)
@@ -107,7 +108,10 @@ func (s *Store) exportEpisodes(ctx context.Context, enc *json.Encoder, f Filter)
 	if s.isClosing() {
 		return ErrClosed
 	}
-	upto := s.lastSeq.Load()
+	upto, err := s.upperBound(ctx)
+	if err != nil {
+		return err
+	}
 	sessions, err := s.sessions(ctx, f, upto)
 	if err != nil {
 		return err
@@ -118,7 +122,8 @@ func (s *Store) exportEpisodes(ctx context.Context, enc *json.Encoder, f Filter)
 			return err
 		}
 		b := newEpisodeBuilder()
-		sf := Filter{Session: sess, AfterSeq: f.AfterSeq, ReadBlobs: f.ReadBlobs}
+		// Blobs are read per episode as it is written, not per session.
+		sf := Filter{Session: sess, AfterSeq: f.AfterSeq}
 		err := s.scanUpTo(ctx, sf, upto, func(ev *gym.Event) error {
 			b.add(ev)
 			return nil
@@ -130,13 +135,36 @@ func (s *Store) exportEpisodes(ctx context.Context, enc *json.Encoder, f Filter)
 			if (f.Run != "" && ep.Run != f.Run) || (f.Env != "" && ep.Env != f.Env) || (f.Task != "" && ep.Task != f.Task) {
 				continue
 			}
-			if err := enc.Encode(ep); err != nil {
+			if f.ReadBlobs {
+				if err := s.inlineEpisode(ep); err != nil {
+					return err
+				}
+			}
+			err := enc.Encode(ep)
+			ep.ResetObservation, ep.Steps = nil, nil // let the blobs go
+			if err != nil {
 				return fmt.Errorf("store: export: %w", err)
 			}
 			written++
 			if f.Limit > 0 && written >= f.Limit {
 				return nil
 			}
+		}
+	}
+	return nil
+}
+
+// inlineEpisode puts the blob data of ep's observations and actions inline.
+func (s *Store) inlineEpisode(ep *Episode) error {
+	if err := s.inlineObservation(&ep.ResetObservation); err != nil {
+		return fmt.Errorf("store: export session %s episode %d: %w", ep.Session, ep.Episode, err)
+	}
+	for _, st := range ep.Steps {
+		if err := s.inlineObservation(&st.Observation); err != nil {
+			return fmt.Errorf("store: export event %d: %w", st.Seq, err)
+		}
+		if err := s.inlineAction(&st.Action); err != nil {
+			return fmt.Errorf("store: export event %d: %w", st.Seq, err)
 		}
 	}
 	return nil

@@ -35,17 +35,17 @@ func recordTwoSessions(t *testing.T, s *Store) {
 		Episode: 2, Reason: gym.CloseClient}
 	appendT(t, s,
 		&gym.Event{Type: gym.EventSessionCreated, Session: "s1", Run: "run-s", Env: "echo-v1"}, // 1
-		resetEv("s1", 1),                   // 2
-		resetEv("s2", 1),                   // 3
-		stepEv("s1", 1, 1, "a", 0),         // 4
-		stepEv("s2", 1, 1, "z", 0.25),      // 5
-		stepEv("s1", 1, 2, "b", 1),         // 6
-		resetEv("s1", 2),                   // 7
-		rewardEv("s1", 1, "a", "judge:prm", 0.5), // 8
-		stepEv("s1", 2, 1, "c", 0),         // 9
-		rewardEv("s1", 2, "c", "verifier", 1),    // 10
+		resetEv("s1", 1),                             // 2
+		resetEv("s2", 1),                             // 3
+		stepEv("s1", 1, 1, "a", 0),                   // 4
+		stepEv("s2", 1, 1, "z", 0.25),                // 5
+		stepEv("s1", 1, 2, "b", 1),                   // 6
+		resetEv("s1", 2),                             // 7
+		rewardEv("s1", 1, "a", "judge:prm", 0.5),     // 8
+		stepEv("s1", 2, 1, "c", 0),                   // 9
+		rewardEv("s1", 2, "c", "verifier", 1),        // 10
 		rewardEv("s1", 2, "", "verifier:episode", 2), // 11
-		closed,                             // 12
+		closed, // 12
 	)
 }
 

@@ -58,14 +58,19 @@ func (f Filter) where(upto int64, withTypes bool) (string, []any) {
 }
 
 // Scan calls fn for each event matching f, in seq order, reading them a page
-// at a time so the whole result is never held in memory. It sees the events
-// committed when it started. An error from fn stops the scan and is returned
-// as is. fn may keep the event; each call gets a fresh one.
+// at a time so the whole result is never held in memory; no read
+// transaction stays open while fn runs. It sees the events up to LastSeq at
+// its start. An error from fn stops the scan and is returned as is. fn may
+// keep the event; each call gets a fresh one.
 func (s *Store) Scan(ctx context.Context, f Filter, fn func(*gym.Event) error) error {
 	if s.isClosing() {
 		return ErrClosed
 	}
-	return s.scanUpTo(ctx, f, s.lastSeq.Load(), fn)
+	upto, err := s.upperBound(ctx)
+	if err != nil {
+		return err
+	}
+	return s.scanUpTo(ctx, f, upto, fn)
 }
 
 // scanUpTo is Scan with the upper seq bound given, so that the several scans
@@ -161,9 +166,9 @@ func (s *Store) Events(ctx context.Context, f Filter) ([]gym.Event, error) {
 	return out, nil
 }
 
-// StepEvent returns the step event recorded in session for stepID, and
-// whether there is one. A session uses it to answer a retried step id from
-// the record.
+// StepEvent returns the step event recorded in session for stepID (the
+// latest, should there be several), and whether there is one. A session uses
+// it to answer a retried step id from the record.
 func (s *Store) StepEvent(ctx context.Context, session, stepID string) (*gym.Event, bool, error) {
 	if s.isClosing() {
 		return nil, false, ErrClosed
@@ -172,7 +177,8 @@ func (s *Store) StepEvent(ctx context.Context, session, stepID string) (*gym.Eve
 		return nil, false, nil
 	}
 	rows, err := s.rdb.QueryContext(ctx,
-		"SELECT seq, body FROM events WHERE session = ? AND step_id = ? AND type = ? ORDER BY seq LIMIT 1",
+		// Newest first: a retried step is almost always a recent one.
+		"SELECT seq, body FROM events WHERE session = ? AND step_id = ? AND type = ? ORDER BY seq DESC LIMIT 1",
 		session, stepID, string(gym.EventStep))
 	if err != nil {
 		return nil, false, s.readErr(err)

@@ -9,15 +9,17 @@
 //
 // A store directory holds
 //
-//	events.db        SQLite (WAL mode) with one table, events, keyed by seq
-//	events.db-wal    its write-ahead log (folded back by Close)
-//	blobs/sha256/ab/abcdef...   content-addressed binary payloads
-//	LOCK             held by the process that has the store open
+//	events.db                  SQLite (WAL mode): one table, events, keyed by seq
+//	events.db-wal, -shm        its write-ahead log and index (folded back by Close)
+//	blobs/sha256/ab/abcdef...  content-addressed binary payloads
+//	LOCK                       locked by the process that has the store open
 //
 // Each row of events carries the columns a query filters on (type, session,
 // run, env, task, step_id, time in unix nanoseconds) and the event itself as
-// JSON (body). The seq column is the event's gym.Event.Seq: assigned by the
-// store, strictly increasing from 1 across the whole store, never reused.
+// JSON (body; its "seq" is 0, the column is the truth). Indexes serve reads
+// by session, run or env in seq order, and by (session, step_id). The seq
+// column is the event's gym.Event.Seq: assigned by the store, strictly
+// increasing from 1 across the whole store, never reused.
 // The schema version is SQLite's user_version; Open creates or migrates the
 // schema and refuses a database written by a newer version of this package.
 //
@@ -26,7 +28,8 @@
 // file, synced, then renamed to the hex SHA-256 of the content, so equal
 // payloads are stored once) and recorded as gym.Blob{Ref: "sha256:<hex>",
 // Size: n} without Data. Blob opens one; Inline, or Filter.ReadBlobs on a
-// read or export, puts the data back.
+// read or export, puts the data back. The store never deletes a blob: one
+// written for an Append that then failed stays, unreferenced.
 //
 // # Durability
 //
@@ -35,7 +38,8 @@
 // committed event survives a crash of the process (kill -9, a panic, the OOM
 // killer); an operating-system crash or power loss may lose the last
 // transactions committed before it, but never corrupts the database. Blob
-// files are synced before they are renamed into place.
+// files are synced before they are renamed into place, and written before
+// the event that refers to them is queued.
 //
 // # Concurrency
 //
@@ -47,7 +51,9 @@
 // The queue holds at most Options.QueueLen events; when it is full Append
 // waits, as long as its context allows. Reads (Events, Scan, StepEvent,
 // Export) use their own pool of read-only connections and never wait for the
-// writer; each sees the events committed when it started.
+// writer; each sees the events up to LastSeq at its start. A checkpointer
+// goroutine copies the write-ahead log back into the database in the
+// background, so commits rarely pay for that.
 //
 // # OnCommit
 //
@@ -61,8 +67,9 @@
 // Close: every Append in the store waits for it. Copy what you need into a
 // bounded buffer and return.
 //
-// Only one Store may have a directory open at a time; Open fails with a clear
-// error when another holds it.
+// Only one Store may have a directory open for writing at a time; Open fails
+// with a clear error when another holds it. OpenReadOnly reads a store that
+// another Store, in this process or another, has open.
 package store
 
 import (
@@ -104,6 +111,10 @@ const (
 
 // ErrClosed is returned by Append and the reads after Close.
 var ErrClosed = errors.New("store: closed")
+
+// ErrReadOnly is returned by Append and PutBlob on a store opened with
+// OpenReadOnly.
+var ErrReadOnly = errors.New("store: opened read-only")
 
 // Options tune a Store. The zero value of each field means the stated default.
 type Options struct {
@@ -152,13 +163,14 @@ func (o Options) withDefaults() Options {
 type Store struct {
 	dir   string
 	opts  Options
-	wdb   *sql.DB // one connection, used only by the writer goroutine
-	rdb   *sql.DB // read-only pool
-	ins   *sql.Stmt
+	wdb   *sql.DB   // one connection, used only by the writer goroutine
+	rdb   *sql.DB   // read-only pool
+	ins   *sql.Stmt // the insert, prepared on wdb
 	lock  *os.File
 	blobs string // dir/blobs/sha256
 
-	lastSeq atomic.Int64 // highest committed seq
+	lastSeq  atomic.Int64 // highest committed seq (as of the latest read, when read-only)
+	readOnly bool         // opened by OpenReadOnly: no writer, no lock
 
 	// mu orders Append's enqueue against Close: Append holds it for reading
 	// while it sends, Close takes it for writing before closing queue.
@@ -166,7 +178,13 @@ type Store struct {
 	closed  bool
 	closing chan struct{} // closed when Close starts
 	queue   chan *request
-	done    chan struct{} // closed when the writer goroutine returns
+	written chan struct{} // closed when the writer goroutine has drained the queue
+
+	cdb      *sql.DB       // the checkpointer's connection
+	ckptKick chan struct{} // cap 1: the writer committed something
+	ckptQuit chan struct{} // closed by Close to stop the checkpointer
+
+	wg sync.WaitGroup // the writer and the checkpointer
 
 	closeOnce sync.Once
 	closeErr  error
@@ -175,8 +193,8 @@ type Store struct {
 var _ gym.Recorder = (*Store)(nil)
 
 // Open opens the store in dir, creating the directory, the database and the
-// schema if they are absent, and starts its writer goroutine. Close releases
-// it.
+// schema if they are absent, and starts its writer and checkpointer
+// goroutines. Close releases it all.
 func Open(dir string, opts Options) (*Store, error) {
 	opts = opts.withDefaults()
 	abs, err := filepath.Abs(dir)
@@ -189,7 +207,10 @@ func Open(dir string, opts Options) (*Store, error) {
 		blobs:   filepath.Join(abs, blobRoot, "sha256"),
 		closing: make(chan struct{}),
 		queue:   make(chan *request, opts.QueueLen),
-		done:    make(chan struct{}),
+		written: make(chan struct{}),
+
+		ckptKick: make(chan struct{}, 1),
+		ckptQuit: make(chan struct{}),
 	}
 	if err := os.MkdirAll(s.blobs, 0o755); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -201,8 +222,68 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.closeDB()
 		return nil, err
 	}
-	go s.writeLoop()
+	s.wg.Go(s.writeLoop)
+	s.wg.Go(s.checkpointLoop)
 	return s, nil
+}
+
+// OpenReadOnly opens the store in dir for reading only, for example to
+// export while a server has it open. It takes no lock and starts no
+// goroutine; Append and PutBlob return ErrReadOnly. Each read sees what was
+// committed when it started, including what the other process has added
+// since OpenReadOnly.
+func OpenReadOnly(dir string) (*Store, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	s := &Store{
+		dir:      abs,
+		opts:     Options{}.withDefaults(),
+		blobs:    filepath.Join(abs, blobRoot, "sha256"),
+		closing:  make(chan struct{}),
+		readOnly: true,
+	}
+	path := filepath.Join(abs, dbFile)
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("store: no store in %s: %w", abs, err)
+	}
+	if err := s.openReader(path); err != nil {
+		s.closeDB()
+		return nil, err
+	}
+	ctx := context.Background()
+	var v int
+	if err := s.rdb.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		s.closeDB()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if v != SchemaVersion {
+		s.closeDB()
+		if v > SchemaVersion {
+			return nil, fmt.Errorf("store: %s has schema version %d, newer than the %d this nextstate supports; use a newer nextstate", path, v, SchemaVersion)
+		}
+		return nil, fmt.Errorf("store: %s has schema version %d, not %d: open it for writing once to create or migrate it", path, v, SchemaVersion)
+	}
+	if _, err := s.upperBound(ctx); err != nil {
+		s.closeDB()
+		return nil, err
+	}
+	return s, nil
+}
+
+// upperBound returns the seq a read stops at: the last committed one. A
+// read-only store asks the database, since another process is writing.
+func (s *Store) upperBound(ctx context.Context) (int64, error) {
+	if !s.readOnly {
+		return s.lastSeq.Load(), nil
+	}
+	var last int64
+	if err := s.rdb.QueryRowContext(ctx, "SELECT coalesce(max(seq), 0) FROM events").Scan(&last); err != nil {
+		return 0, s.readErr(err)
+	}
+	s.lastSeq.Store(last)
+	return last, nil
 }
 
 func (s *Store) openDB() error {
@@ -214,6 +295,7 @@ func (s *Store) openDB() error {
 		"_journal_mode": {"WAL"},
 		"_synchronous":  {"NORMAL"},
 		"_txlock":       {"immediate"},
+		"_pragma":       {fmt.Sprintf("wal_autocheckpoint(%d)", backstopPages)},
 	}))
 	if err != nil {
 		return fmt.Errorf("store: open %s: %w", path, err)
@@ -240,13 +322,22 @@ func (s *Store) openDB() error {
 	}
 	s.lastSeq.Store(last)
 	s.ins, err = s.wdb.PrepareContext(ctx,
-		"INSERT INTO events(type, session, run, env, task, step_id, time, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+		"INSERT INTO events(seq, type, session, run, env, task, step_id, time, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
 	if err != nil {
 		return fmt.Errorf("store: prepare insert: %w", err)
 	}
 
+	if err := s.openReader(path); err != nil {
+		return err
+	}
+	return s.openCheckpointer(path, ms)
+}
+
+// openReader opens the read-only pool.
+func (s *Store) openReader(path string) error {
+	var err error
 	s.rdb, err = sql.Open("sqlite", dsn(path, url.Values{
-		"_busy_timeout": {ms},
+		"_busy_timeout": {strconv.FormatInt(s.opts.BusyTimeout.Milliseconds(), 10)},
 		"_query_only":   {"1"},
 	}))
 	if err != nil {
@@ -254,7 +345,7 @@ func (s *Store) openDB() error {
 	}
 	s.rdb.SetMaxOpenConns(s.opts.ReadConns)
 	s.rdb.SetMaxIdleConns(s.opts.ReadConns)
-	if err := s.rdb.PingContext(ctx); err != nil {
+	if err := s.rdb.PingContext(context.Background()); err != nil {
 		return fmt.Errorf("store: open %s for reading: %w", path, err)
 	}
 	return nil
@@ -281,10 +372,15 @@ var migrations = [][]string{
 			time    INTEGER NOT NULL,
 			body    TEXT    NOT NULL
 		)`,
-		`CREATE INDEX events_session_seq ON events(session, seq)`,
-		`CREATE INDEX events_run_seq ON events(run, seq)`,
-		`CREATE INDEX events_env_seq ON events(env, seq)`,
-		`CREATE INDEX events_session_step ON events(session, step_id)`,
+		// events_session serves both the reads by session in seq order and
+		// StepEvent's lookup by (session, step_id), which scans the
+		// session's entries in the index alone. A separate (session,
+		// step_id) index would add a second page at a random place to
+		// every commit for each session in the batch: about a third of
+		// the writer's work.
+		`CREATE INDEX events_session ON events(session, seq, step_id)`,
+		`CREATE INDEX events_run ON events(run, seq)`,
+		`CREATE INDEX events_env ON events(env, seq)`,
 	},
 }
 
@@ -323,21 +419,27 @@ func migrate(ctx context.Context, db *sql.DB, path string) error {
 // Dir returns the store's directory.
 func (s *Store) Dir() string { return s.dir }
 
-// LastSeq returns the highest committed seq, 0 for an empty store.
+// LastSeq returns the highest committed seq, 0 for an empty store. For a
+// store opened read-only it is the one seen by the latest read.
 func (s *Store) LastSeq() int64 { return s.lastSeq.Load() }
 
 // Close stops accepting events, commits everything already queued, folds the
 // write-ahead log back into the database and closes it. Appends waiting for
-// queue space return ErrClosed. Close is idempotent; later calls return the
-// first call's result.
+// queue space return ErrClosed, and so do reads that start after Close (a
+// read still running delays the final checkpoint). Close is idempotent;
+// later calls return the first call's result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.closing)
-		s.mu.Lock() // waits for Appends in the middle of a send
-		s.closed = true
-		s.mu.Unlock()
-		close(s.queue)
-		<-s.done // the writer drains the queue, then returns
+		if !s.readOnly {
+			s.mu.Lock() // waits for Appends in the middle of a send
+			s.closed = true
+			s.mu.Unlock()
+			close(s.queue)
+			<-s.written // the writer drains the queue, then returns
+			close(s.ckptQuit)
+			s.wg.Wait()
+		}
 		s.closeErr = s.closeDB()
 	})
 	return s.closeErr
@@ -358,6 +460,9 @@ func (s *Store) closeDB() error {
 	var errs []error
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
+	}
+	if s.cdb != nil {
+		errs = append(errs, s.cdb.Close())
 	}
 	if s.ins != nil {
 		errs = append(errs, s.ins.Close())

@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
+	"unsafe"
 
 	"github.com/nextstate-rl/nextstate/gym"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // request is one queued Append: the stored form of the event, its JSON, and
@@ -26,11 +30,15 @@ type request struct {
 //
 // Append changes nothing in ev but Seq: images and files it moves to blobs
 // are replaced in a copy, and a zero Time is set to the current time in the
-// stored form only. ev must not be modified while Append runs, nor after it
-// if OnCommit hands it to someone.
+// stored form only. The stored form (what OnCommit sees) is a shallow copy
+// of ev that shares its Action, Observation, Info and other pointers, so
+// what ev points to must not be modified once Append is called.
 func (s *Store) Append(ctx context.Context, ev *gym.Event) error {
 	if ev == nil {
 		return errors.New("store: Append of a nil event")
+	}
+	if s.readOnly {
+		return ErrReadOnly
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -46,7 +54,8 @@ func (s *Store) Append(ctx context.Context, ev *gym.Event) error {
 	if err != nil {
 		return fmt.Errorf("store: encode %s event of session %s: %w", ev.Type, ev.Session, err)
 	}
-	req := &request{ev: stored, body: string(body), done: make(chan error, 1)}
+	// body is never written again, so it can back a string without a copy.
+	req := &request{ev: stored, body: unsafe.String(unsafe.SliceData(body), len(body)), done: make(chan error, 1)}
 
 	s.mu.RLock()
 	if s.closed {
@@ -122,7 +131,7 @@ func (s *Store) storedForm(ev *gym.Event) (*gym.Event, error) {
 // writeLoop is the writer goroutine: it commits whatever is queued in
 // batches until Close closes the queue and it is empty.
 func (s *Store) writeLoop() {
-	defer close(s.done)
+	defer close(s.written)
 	batch := make([]*request, 0, min(s.opts.MaxBatch, 4096))
 	for {
 		req, ok := <-s.queue
@@ -130,29 +139,47 @@ func (s *Store) writeLoop() {
 			return
 		}
 		batch = append(batch[:0], req)
-	fill:
-		for len(batch) < s.opts.MaxBatch {
-			select {
-			case r, ok := <-s.queue:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, r)
-			default:
-				break fill
+		// Take what is queued; while more keeps arriving, yield so that
+		// appenders that are runnable (typically the ones the last commit
+		// released) can join this batch rather than wait for the next.
+		for yields := 0; ; yields++ {
+			n := len(batch)
+			batch = s.drain(batch)
+			if len(batch) >= s.opts.MaxBatch || yields == maxYields || (yields > 0 && len(batch) == n) {
+				break
 			}
+			runtime.Gosched()
 		}
 		s.commit(batch)
 		clear(batch) // drop references for the collector
 	}
 }
 
+// maxYields bounds how often the writer yields to let a batch grow.
+const maxYields = 4
+
+// drain appends to batch what is queued now, up to MaxBatch events.
+func (s *Store) drain(batch []*request) []*request {
+	for len(batch) < s.opts.MaxBatch {
+		select {
+		case r, ok := <-s.queue:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, r)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
 // commit writes batch in one transaction and reports to each waiting Append.
-// If the transaction fails and holds several events, each is retried in a
-// transaction of its own, so one bad event fails only its own Append.
+// If the transaction fails because of one of its events, each is retried in
+// a transaction of its own, so a bad event fails only its own Append.
 func (s *Store) commit(batch []*request) {
 	err := s.insert(batch)
-	if err != nil && len(batch) > 1 {
+	if err != nil && len(batch) > 1 && eventsFault(err) {
 		for _, r := range batch {
 			s.commit([]*request{r})
 		}
@@ -160,6 +187,7 @@ func (s *Store) commit(batch []*request) {
 	}
 	if err == nil {
 		s.lastSeq.Store(batch[len(batch)-1].ev.Seq)
+		s.kickCheckpoint()
 		if s.opts.OnCommit != nil {
 			evs := make([]*gym.Event, len(batch))
 			for i, r := range batch {
@@ -175,7 +203,27 @@ func (s *Store) commit(batch []*request) {
 	}
 }
 
-// insert runs one transaction and, only if it commits, sets each event's Seq.
+// eventsFault reports whether err is SQLite's verdict on a row (too big, a
+// constraint) rather than on the database (I/O, disk full), which would fail
+// the retries alike.
+func eventsFault(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_CONSTRAINT:
+		return true
+	}
+	return false
+}
+
+// insert runs one transaction and, only if it commits, sets each event's
+// Seq. The writer numbers the rows itself (it is the only writer: the LOCK
+// file keeps other processes out), so seqs follow the batch's order.
+//
+// One single-row statement per event: a multi-row INSERT would need a
+// statement journal large enough to spill to a temporary file.
 func (s *Store) insert(batch []*request) error {
 	ctx := context.Background() // bounded by busy_timeout; nothing to cancel
 	tx, err := s.wdb.BeginTx(ctx, nil)
@@ -183,17 +231,12 @@ func (s *Store) insert(batch []*request) error {
 		return err
 	}
 	stmt := tx.StmtContext(ctx, s.ins)
-	seqs := make([]int64, len(batch))
+	first := s.lastSeq.Load() + 1 // only this goroutine advances lastSeq
 	for i, r := range batch {
 		ev := r.ev
-		res, err := stmt.ExecContext(ctx, string(ev.Type), ev.Session, ev.Run, ev.Env, ev.Task, ev.StepID,
-			ev.Time.UnixNano(), r.body)
-		if err != nil {
+		if _, err := stmt.ExecContext(ctx, first+int64(i), string(ev.Type), ev.Session, ev.Run, ev.Env, ev.Task,
+			ev.StepID, ev.Time.UnixNano(), r.body); err != nil {
 			tx.Rollback() //nolint:errcheck // the insert's error is the one to report
-			return err
-		}
-		if seqs[i], err = res.LastInsertId(); err != nil {
-			tx.Rollback() //nolint:errcheck
 			return err
 		}
 	}
@@ -201,7 +244,7 @@ func (s *Store) insert(batch []*request) error {
 		return err
 	}
 	for i, r := range batch {
-		r.ev.Seq = seqs[i]
+		r.ev.Seq = first + int64(i)
 	}
 	return nil
 }
