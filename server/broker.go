@@ -30,11 +30,11 @@ type subscription struct {
 	c  *conn
 	p  wire.SubscribeParams
 
-	mu      sync.Mutex
-	live    bool             // replay done: deliver directly
-	buf     []*gym.Event     // live events that came during the replay
-	sent    int64            // the highest seq sent
-	ended   bool
+	mu    sync.Mutex
+	live  bool         // replay done: deliver directly
+	buf   []*gym.Event // live events that came during the replay
+	sent  int64        // the highest seq sent
+	ended bool
 }
 
 // maxReplayBuffer caps the live events held while a subscription replays
@@ -177,22 +177,23 @@ func (c *conn) subscribeReq(req wire.Request) *wire.Error {
 				Data: &wire.ErrorData{Accepted: eventTypeNames()}}
 		}
 	}
+	from := p.AfterSeq
+	if from < 0 {
+		from = c.s.broker.last.Load()
+	}
+	s := &subscription{c: c, p: p, sent: from}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return wire.Errorf(wire.CodeInternal, "connection closing")
 	}
 	c.nextSub++
-	s := &subscription{id: "sub_" + strconv.Itoa(c.nextSub), c: c, p: p}
+	s.id = "sub_" + strconv.Itoa(c.nextSub)
 	c.subs[s.id] = s
-	c.mu.Unlock()
-
-	from := p.AfterSeq
-	if from < 0 {
-		from = c.s.broker.last.Load()
-	}
-	s.sent = from
+	// Added under c.mu, so that close, which takes c.subs under c.mu and
+	// removes them from the broker, cannot miss it.
 	c.s.broker.add(s)
+	c.mu.Unlock()
 	// Answer first, so the client knows the id before events arrive.
 	if len(req.ID) > 0 {
 		c.send(encodeResponse(req.ID, wire.SubscribeResult{Subscription: s.id, LastSeq: c.s.broker.last.Load()}, nil), false)
@@ -225,7 +226,6 @@ func (c *conn) subscribeReq(req wire.Request) *wire.Error {
 		s.live = true
 	}
 	s.mu.Unlock()
-	c.s.metrics.subs.Set(float64(c.s.broker.count()))
 	return nil
 }
 

@@ -125,9 +125,9 @@ func (s *Server) mirror(method string, build paramsFunc) http.Handler {
 				raw, _ = json.Marshal(p)
 			}
 		}
-		s.requests.Add(1)
+		s.requests.add()
 		res, werr := s.call(r.Context(), nil, method, raw)
-		s.requests.Done()
+		s.requests.done()
 		if werr != nil {
 			writeHTTPError(w, werr)
 			return
@@ -204,9 +204,9 @@ func (s *Server) rpc(w http.ResponseWriter, r *http.Request) {
 			msg = encodeResponse(it.req.ID, nil, it.err)
 		} else {
 			start := time.Now()
-			s.requests.Add(1)
+			s.requests.add()
 			res, e := s.call(r.Context(), nil, it.req.Method, it.req.Params)
-			s.requests.Done()
+			s.requests.done()
 			s.metrics.request(it.req.Method, "http", start, e)
 			if len(it.req.ID) == 0 {
 				continue

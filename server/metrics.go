@@ -18,7 +18,6 @@ type metrics struct {
 	errors    *prometheus.CounterVec   // errors, by method, code and fault
 	conns     prometheus.Gauge         // open WebSocket connections
 	connClose *prometheus.CounterVec   // closed connections, by reason
-	subs      prometheus.Gauge         // live subscriptions
 }
 
 func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
@@ -36,14 +35,14 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 			Help: "Open WebSocket connections."}),
 		connClose: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nextstate_ws_closed_total",
 			Help: "Closed WebSocket connections, by reason."}, []string{"reason"}),
-		subs: prometheus.NewGauge(prometheus.GaugeOpts{Name: "nextstate_subscriptions",
-			Help: "Live event subscriptions."}),
 	}
 	live := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nextstate_sessions_live",
 		Help: "Live sessions."}, func() float64 { return float64(s.mgr.Len()) })
 	last := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nextstate_store_last_seq",
 		Help: "The highest event seq committed to the store."}, func() float64 { return float64(s.broker.last.Load()) })
-	for _, c := range []prometheus.Collector{m.created, m.steps, m.reqTime, m.errors, m.conns, m.connClose, m.subs, live, last} {
+	subs := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nextstate_subscriptions",
+		Help: "Live event subscriptions."}, func() float64 { return float64(s.broker.count()) })
+	for _, c := range []prometheus.Collector{m.created, m.steps, m.reqTime, m.errors, m.conns, m.connClose, live, last, subs} {
 		if err := reg.Register(c); err != nil {
 			// A second server in one process (tests) shares the series.
 			if _, dup := err.(prometheus.AlreadyRegisteredError); !dup {

@@ -67,6 +67,7 @@ func decodeRequest(b []byte, r *wire.Request) *wire.Error {
 		return wire.Errorf(wire.CodeInvalidRequest, `"method" is missing: one of %s`, strings.Join(methods, ", "))
 	}
 	if len(r.ID) > 0 && r.ID[0] != '"' && (r.ID[0] < '0' || r.ID[0] > '9') && r.ID[0] != '-' && string(r.ID) != "null" {
+		r.ID = nil // not an id to echo: the answer has "id": null
 		return wire.Errorf(wire.CodeInvalidRequest, `"id" must be a string or a number`)
 	}
 	return nil
@@ -99,6 +100,8 @@ func paramsError(method string, err error) *wire.Error {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
 	switch {
+	case errors.As(err, &te) && te.Field == "":
+		return wire.Errorf(wire.CodeInvalidParams, "invalid params for %s: params is %s, want an object", method, te.Value)
 	case errors.As(err, &te):
 		return wire.Errorf(wire.CodeInvalidParams, "invalid params for %s: field %q is %s, want %s", method, te.Field, te.Value, jsonType(te.Type.Kind().String()))
 	case errors.As(err, &se):

@@ -90,7 +90,7 @@ type Server struct {
 	// work counts goroutines the server started: connection readers and
 	// writers, request handlers. Shutdown waits for it.
 	work     sync.WaitGroup
-	requests sync.WaitGroup // requests in flight, for the drain
+	requests inFlight // requests in flight, for the drain
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -238,7 +238,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 	if err := s.http.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("http: %w", err))
 	}
-	if err := waitCtx(ctx, &s.requests); err != nil {
+	if err := s.requests.wait(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("requests in flight: %w", err))
 	}
 	s.mu.Lock()
@@ -271,6 +271,49 @@ func waitCtx(ctx context.Context, wg *sync.WaitGroup) error {
 	go func() { wg.Wait(); close(ch) }()
 	select {
 	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// inFlight counts requests being served, for Shutdown's drain. Unlike a
+// sync.WaitGroup it may rise from zero while Shutdown waits on it: requests
+// keep arriving on open connections during the drain, and are served.
+type inFlight struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0
+}
+
+func (f *inFlight) add() {
+	f.mu.Lock()
+	if f.n == 0 {
+		f.idle = make(chan struct{})
+	}
+	f.n++
+	f.mu.Unlock()
+}
+
+func (f *inFlight) done() {
+	f.mu.Lock()
+	if f.n--; f.n == 0 {
+		close(f.idle)
+	}
+	f.mu.Unlock()
+}
+
+// wait returns once no request is in flight, or with ctx's error.
+func (f *inFlight) wait(ctx context.Context) error {
+	f.mu.Lock()
+	if f.n == 0 {
+		f.mu.Unlock()
+		return nil
+	}
+	idle := f.idle
+	f.mu.Unlock()
+	select {
+	case <-idle:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

@@ -80,10 +80,12 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.conns[c] = struct{}{}
-	s.mu.Unlock()
 	s.metrics.conns.Inc()
+	// Started under s.mu, so that Shutdown, which lists the connections
+	// under s.mu before it waits for s.work, never waits while they start.
 	s.goTracked(c.writeLoop)
 	s.goTracked(c.readLoop)
+	s.mu.Unlock()
 }
 
 func (c *conn) readLoop() {
@@ -134,9 +136,9 @@ func (c *conn) dispatch(data []byte) {
 	if batch {
 		// A batch runs in order on one goroutine and is answered as one
 		// array, as JSON-RPC 2.0 asks.
-		c.s.requests.Add(1)
+		c.s.requests.add()
 		c.s.goTracked(func() {
-			defer c.s.requests.Done()
+			defer c.s.requests.done()
 			out := make([]json.RawMessage, 0, len(items))
 			for _, it := range items {
 				if msg := c.handle(it.req, it.err); msg != nil {
@@ -156,10 +158,10 @@ func (c *conn) dispatch(data []byte) {
 		return
 	}
 	key := laneKey(it.req)
-	c.s.requests.Add(1)
+	c.s.requests.add()
 	if key == "" {
 		c.s.goTracked(func() {
-			defer c.s.requests.Done()
+			defer c.s.requests.done()
 			if msg := c.handle(it.req, nil); msg != nil {
 				c.send(msg, false)
 			}
@@ -185,7 +187,7 @@ func (c *conn) runLane(key string, l *lane, req wire.Request) {
 		if msg := c.handle(req, nil); msg != nil {
 			c.send(msg, false)
 		}
-		c.s.requests.Done()
+		c.s.requests.done()
 		c.mu.Lock()
 		if len(l.pending) == 0 {
 			delete(c.lanes, key)

@@ -31,6 +31,8 @@ func newBench() *cobra.Command {
 
 type benchWSFlags struct {
 	addr, token, env, task, text string
+	serverProfile                string
+	think                        time.Duration
 	sessions, steps, conns, dial int
 	timeout                      time.Duration
 	asJSON                       bool
@@ -90,6 +92,8 @@ own file-descriptor limit, as they would on two machines.`,
 	fl.StringVar(&f.addr, "addr", "", "server URL (ws://host:port); empty starts one")
 	fl.StringVar(&f.token, "token", os.Getenv("NEXTSTATE_TOKEN"), "bearer token")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up after this long")
+	fl.DurationVar(&f.think, "think", 0, "pause between a session's steps, as an agent thinking (0: step back to back)")
+	fl.StringVar(&f.serverProfile, "server-cpu-profile", "", "with no --addr: write the server's CPU profile to this file")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
 	return c
 }
@@ -105,7 +109,7 @@ func runBenchWS(ctx context.Context, out io.Writer, f benchWSFlags) error {
 	defer cancel()
 	addr := f.addr
 	if addr == "" {
-		srv, err := startChildServer(ctx, f.sessions)
+		srv, err := startChildServer(ctx, f.sessions, f.serverProfile)
 		if err != nil {
 			return err
 		}
@@ -178,7 +182,13 @@ func runBenchWS(ctx context.Context, out io.Writer, f benchWSFlags) error {
 		go func() {
 			defer wg.Done()
 			l := make([]time.Duration, 0, f.steps)
-			for range f.steps {
+			for n := range f.steps {
+				if f.think > 0 && n > 0 {
+					select {
+					case <-time.After(f.think):
+					case <-ctx.Done():
+					}
+				}
 				t0 := time.Now()
 				res, err := s.Step(ctx, action)
 				if err != nil {
@@ -286,7 +296,7 @@ type childServer struct {
 
 // startChildServer runs this binary's serve command on a free loopback port
 // with a temporary store, and waits until it answers.
-func startChildServer(ctx context.Context, maxSessions int) (*childServer, error) {
+func startChildServer(ctx context.Context, maxSessions int, profile string) (*childServer, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -298,6 +308,9 @@ func startChildServer(ctx context.Context, maxSessions int) (*childServer, error
 	ready := filepath.Join(dir, "addr")
 	cmd := exec.Command(exe, "serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"),
 		"--ready-file", ready, "--max-sessions", strconv.Itoa(max(maxSessions*2, 16384)), "--log-level", "warn")
+	if profile != "" {
+		cmd.Args = append(cmd.Args, "--cpu-profile", profile)
+	}
 	cmd.Stderr = os.Stderr
 	// Its own process group, so a signal to the benchmark's terminal does
 	// not race the orderly stop below.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 
 type serveFlags struct {
 	addr, dataDir, token, tokenFile string
-	readyFile                       string
+	readyFile, cpuProfile           string
 	suites                          []string
 	maxSessions                     int
 	idleTTL, drain                  time.Duration
@@ -56,6 +57,7 @@ flushed and every env is closed, within --drain.`,
 	fl.DurationVar(&f.drain, "drain", 30*time.Second, "how long shutdown waits for in-flight work")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.readyFile, "ready-file", "", "write the bound address (host:port) to this file once listening")
+	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile of the whole run to this file (for go tool pprof)")
 	return c
 }
 
@@ -65,6 +67,16 @@ func runServe(ctx context.Context, f serveFlags) error {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	if f.cpuProfile != "" {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); pf.Close() }()
+	}
 	token, err := readToken(f.token, f.tokenFile)
 	if err != nil {
 		return err

@@ -94,8 +94,8 @@ const (
 
 // Error is a JSON-RPC error object.
 type Error struct {
-	Code    int       `json:"code"`
-	Message string    `json:"message"`
+	Code    int        `json:"code"`
+	Message string     `json:"message"`
 	Data    *ErrorData `json:"data,omitempty"`
 }
 
