@@ -192,7 +192,7 @@ func (p Part) check() error {
 	default:
 		return fmt.Errorf("unknown part type %q (accepted: %v)", p.Type, PartTypes)
 	}
-	if set != want {
+	if set != want || (p.Type != PartText && p.Text != "") {
 		return fmt.Errorf("part of type %q carries another type's payload", p.Type)
 	}
 	return nil

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -74,13 +76,55 @@ func PartsSchema(minParts, maxParts int, types ...PartType) json.RawMessage {
 	if err := json.Compact(&out, []byte(b.String())); err != nil {
 		panic("gym: bad built-in part schema: " + err.Error())
 	}
+	fastRules.Store(out.String(), &partsRule{min: minParts, max: maxParts, types: types})
 	return out.Bytes()
+}
+
+// fastRules maps each schema document PartsSchema made to the rule it was
+// made from, so CompileSchema can give such schemas a native fast path.
+var fastRules sync.Map
+
+// partsRule is what a PartsSchema document says, checked in Go. It is only
+// ever used to accept: an action it does not accept goes through the JSON
+// Schema validator, which gives the verdict and its precise message. So a
+// fast-path check may be stricter than the schema, never looser; a test
+// holds the two together on generated actions.
+type partsRule struct {
+	min, max int
+	types    []PartType
+}
+
+var guiActions = map[string]bool{"click": true, "double_click": true, "right_click": true, "move": true, "drag": true,
+	"type": true, "key": true, "scroll": true, "wait": true, "click_element": true, "done": true}
+
+func (r *partsRule) accepts(a Action) bool {
+	if len(a.Parts) < r.min || (r.max > 0 && len(a.Parts) > r.max) {
+		return false
+	}
+	for i := range a.Parts {
+		p := &a.Parts[i]
+		if !slices.Contains(r.types, p.Type) || p.check() != nil {
+			return false
+		}
+		switch p.Type {
+		case PartToolCall:
+			if p.ToolCall.Function.Name == "" || (p.ToolCall.Type != "" && p.ToolCall.Type != "function") {
+				return false
+			}
+		case PartGUIAction:
+			if !guiActions[p.GUIAction.Action] || p.GUIAction.Ms < 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Schema is a compiled JSON Schema. The zero value accepts everything.
 type Schema struct {
-	raw json.RawMessage
-	sch *jsonschema.Schema
+	raw  json.RawMessage
+	sch  *jsonschema.Schema
+	fast *partsRule // set for PartsSchema documents
 }
 
 var schemaSeq atomic.Int64
@@ -104,7 +148,25 @@ func CompileSchema(doc json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Schema{raw: doc, sch: s}, nil
+	out := &Schema{raw: doc, sch: s}
+	var compact bytes.Buffer
+	if json.Compact(&compact, doc) == nil {
+		if r, ok := fastRules.Load(compact.String()); ok {
+			out.fast = r.(*partsRule)
+		}
+	}
+	return out, nil
+}
+
+// ValidateAction checks an action. Schemas made by PartsSchema accept valid
+// actions natively, without JSON; anything else, and every rejection, goes
+// through the JSON Schema validator on the action's JSON form, which raw
+// returns.
+func (s *Schema) ValidateAction(a Action, raw func() []byte) error {
+	if s == nil || s.sch == nil || (s.fast != nil && s.fast.accepts(a)) {
+		return nil
+	}
+	return s.Validate(raw())
 }
 
 // Raw returns the schema document.

@@ -173,13 +173,16 @@ func (s *Session) Step(ctx context.Context, stepID string, action Action) (StepR
 		return StepResult{}, err
 	}
 	defer s.m.leave(s)
-	raw, err := json.Marshal(action)
-	if err != nil {
-		return StepResult{}, fmt.Errorf("%w: %v", ErrBadRequest, err)
+	var raw []byte // the action's JSON form, made when needed
+	rawJSON := func() []byte {
+		if raw == nil {
+			raw, _ = json.Marshal(action) // an Action always encodes
+		}
+		return raw
 	}
 	var sum [32]byte // the action's fingerprint, for the step log
 	if stepID != "" {
-		sum = sha256.Sum256(raw)
+		sum = sha256.Sum256(rawJSON())
 	}
 
 	s.mu.Lock()
@@ -200,7 +203,7 @@ func (s *Session) Step(ctx context.Context, stepID string, action Action) (StepR
 	if s.over {
 		return StepResult{}, ErrEpisodeOver
 	}
-	if err := s.reg.action.Validate(raw); err != nil {
+	if err := s.reg.action.ValidateAction(action, rawJSON); err != nil {
 		return StepResult{}, &ActionError{Kind: s.Kind, Err: err}
 	}
 	for _, p := range action.Parts {

@@ -53,6 +53,7 @@ type conn struct {
 	subs    map[string]*subscription
 	nextSub int
 	wake    chan struct{} // cap 1: the writer has work
+	work    chan func()   // unbuffered: idle workers wait on it
 	gone    chan struct{} // closed when the connection is closed
 }
 
@@ -71,7 +72,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader has answered with an HTTP error
 	}
 	c := &conn{s: s, ws: ws, lanes: map[string]*lane{}, subs: map[string]*subscription{},
-		wake: make(chan struct{}, 1), gone: make(chan struct{})}
+		wake: make(chan struct{}, 1), work: make(chan func()), gone: make(chan struct{})}
 	s.mu.Lock()
 	if s.shutting.Load() {
 		s.mu.Unlock()
@@ -137,7 +138,7 @@ func (c *conn) dispatch(data []byte) {
 		// A batch runs in order on one goroutine and is answered as one
 		// array, as JSON-RPC 2.0 asks.
 		c.s.requests.add()
-		c.s.goTracked(func() {
+		c.run(func() {
 			defer c.s.requests.done()
 			out := make([]json.RawMessage, 0, len(items))
 			for _, it := range items {
@@ -160,7 +161,7 @@ func (c *conn) dispatch(data []byte) {
 	key := laneKey(it.req)
 	c.s.requests.add()
 	if key == "" {
-		c.s.goTracked(func() {
+		c.run(func() {
 			defer c.s.requests.done()
 			if msg := c.handle(it.req, nil); msg != nil {
 				c.send(msg, false)
@@ -177,7 +178,37 @@ func (c *conn) dispatch(data []byte) {
 	l := &lane{}
 	c.lanes[key] = l
 	c.mu.Unlock()
-	c.s.goTracked(func() { c.runLane(key, l, it.req) })
+	c.run(func() { c.runLane(key, l, it.req) })
+}
+
+// workerIdle is how long a connection's idle worker waits for more work.
+const workerIdle = 10 * time.Second
+
+// run hands f to an idle worker goroutine of the connection, or starts one.
+// Workers are reused because a fresh goroutine's stack grows anew for every
+// request (JSON and schema code run deep), which cost more than the request.
+func (c *conn) run(f func()) {
+	select {
+	case c.work <- f:
+	default:
+		c.s.goTracked(func() { c.worker(f) })
+	}
+}
+
+func (c *conn) worker(f func()) {
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		f()
+		idle.Reset(workerIdle)
+		select {
+		case f = <-c.work:
+		case <-c.gone:
+			return
+		case <-idle.C:
+			return
+		}
+	}
 }
 
 // runLane answers req and then whatever queued behind it on the same lane.
