@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,7 +33,7 @@ func newBench() *cobra.Command {
 
 type benchWSFlags struct {
 	addr, token, env, task, text string
-	serverProfile                string
+	serverProfile, profile       string
 	think                        time.Duration
 	sessions, steps, conns, dial int
 	timeout                      time.Duration
@@ -92,7 +94,8 @@ own file-descriptor limit, as they would on two machines.`,
 	fl.StringVar(&f.addr, "addr", "", "server URL (ws://host:port); empty starts one")
 	fl.StringVar(&f.token, "token", os.Getenv("NEXTSTATE_TOKEN"), "bearer token")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up after this long")
-	fl.DurationVar(&f.think, "think", 0, "pause between a session's steps, as an agent thinking (0: step back to back)")
+	fl.DurationVar(&f.think, "think", 0, "mean pause between a session's steps, as an agent thinking, drawn from [think/2, 3think/2] (0: step back to back)")
+	fl.StringVar(&f.profile, "cpu-profile", "", "write the benchmark client's CPU profile to this file")
 	fl.StringVar(&f.serverProfile, "server-cpu-profile", "", "with no --addr: write the server's CPU profile to this file")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
 	return c
@@ -169,6 +172,14 @@ func runBenchWS(ctx context.Context, out io.Writer, f benchWSFlags) error {
 	rep.CreateSeconds = time.Since(start).Seconds()
 
 	// Phase 2: every session steps at once.
+	if f.profile != "" {
+		pf, err := os.Create(f.profile)
+		if err != nil {
+			return err
+		}
+		pprof.StartCPUProfile(pf)
+		defer func() { pprof.StopCPUProfile(); pf.Close() }()
+	}
 	lat := make([][]time.Duration, f.sessions)
 	var steps, stepErrs atomic.Int64
 	ok := make([]bool, f.sessions)
@@ -182,11 +193,21 @@ func runBenchWS(ctx context.Context, out io.Writer, f benchWSFlags) error {
 		go func() {
 			defer wg.Done()
 			l := make([]time.Duration, 0, f.steps)
+			// Agents are not in lockstep: with --think the first step comes
+			// after a random part of one think time, and each pause is
+			// drawn uniformly from [think/2, 3*think/2].
+			rng := rand.New(rand.NewPCG(uint64(i), 7))
 			for n := range f.steps {
-				if f.think > 0 && n > 0 {
+				if f.think > 0 {
+					d := time.Duration(rng.Int64N(int64(f.think)))
+					if n > 0 {
+						d += f.think / 2
+					}
+					t := time.NewTimer(d)
 					select {
-					case <-time.After(f.think):
+					case <-t.C:
 					case <-ctx.Done():
+						t.Stop()
 					}
 				}
 				t0 := time.Now()
