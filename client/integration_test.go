@@ -210,7 +210,7 @@ func TestIntegrationDropMidEpisode(t *testing.T) {
 				}
 			}
 			for _, r := range []float64{0.25, 0.5} {
-				seq, err := judge.AddReward(ctx, wire.RewardParams{Session: s.ID(), StepID: first, Reward: r, Source: "judge:prm"})
+				seq, err := judge.AddReward(ctx, wire.RewardParams{Session: s.ID(), StepID: first, Reward: &r, Source: "judge:prm"})
 				if err != nil {
 					t.Fatalf("AddReward: %v", err)
 				}

@@ -18,7 +18,6 @@ var (
 	ErrEpisodeOver    = errors.New("episode is over: reset the session to start a new one")
 	ErrStepIDReused   = errors.New("step id was already used for a different action")
 	ErrDraining       = errors.New("server is shutting down and admits no new sessions")
-	ErrBusy           = errors.New("session is busy with another request")
 )
 
 // Fault says whose fault a failure was. Infrastructure faults are never

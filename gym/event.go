@@ -49,6 +49,8 @@ type Event struct {
 	Failure *Failure `json:"failure,omitempty"`
 	// Reason says why a session closed: one of the Close* constants.
 	Reason string `json:"reason,omitempty"`
+	// Labels are the session's labels, on its session.created event.
+	Labels map[string]string `json:"labels,omitempty"`
 	// DurationUS is how long the env took, in microseconds.
 	DurationUS int64 `json:"duration_us,omitempty"`
 }

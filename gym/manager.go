@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 )
@@ -129,7 +130,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Session, Rese
 		return nil, ResetResult{}, err
 	}
 	s.env = env
-	ev := &Event{Type: EventSessionCreated, Time: time.Now(), Session: s.ID, Run: s.Run, Env: s.Kind, Task: task.ID}
+	ev := &Event{Type: EventSessionCreated, Time: time.Now(), Session: s.ID, Run: s.Run, Env: s.Kind, Task: task.ID, Labels: s.labels}
 	if err := m.record(ctx, ev); err != nil {
 		s.closeLocked(context.WithoutCancel(ctx), CloseCreate, FailureOf(err))
 		return nil, ResetResult{}, err
@@ -156,6 +157,11 @@ func (m *Manager) newEnv(ctx context.Context, reg registered) (env Env, err erro
 }
 
 func (m *Manager) resolveTask(req CreateRequest) (*Task, error) {
+	for k := range req.Labels {
+		if strings.HasPrefix(k, ReservedLabelPrefix) {
+			return nil, fmt.Errorf("%w: label %q uses the reserved prefix %q", ErrBadRequest, k, ReservedLabelPrefix)
+		}
+	}
 	var t *Task
 	switch {
 	case req.Task != nil:

@@ -564,3 +564,17 @@ func TestResetChecksKind(t *testing.T) {
 		t.Errorf("reset with a new task: %+v, %v", rr, err)
 	}
 }
+
+// TestLabels records a session's labels on its session.created event and
+// keeps the reserved prefix for nextstate.
+func TestLabels(t *testing.T) {
+	m, mem := newManager(t, gym.Config{})
+	s := create(t, m, gym.CreateRequest{Env: "echo-v1", Labels: map[string]string{"policy": "qwen3-0.6b"}})
+	if evs := mem.Session(s.ID); evs[0].Type != gym.EventSessionCreated || evs[0].Labels["policy"] != "qwen3-0.6b" {
+		t.Errorf("created event %+v lacks the labels", evs[0])
+	}
+	_, _, err := m.Create(t.Context(), gym.CreateRequest{Env: "echo-v1", Labels: map[string]string{"nextstate.owner": "me"}})
+	if !errors.Is(err, gym.ErrBadRequest) || !strings.Contains(err.Error(), "reserved") {
+		t.Errorf("reserved label: %v, want a bad request naming the reserved prefix", err)
+	}
+}

@@ -3,8 +3,8 @@ package gym
 import (
 	"encoding/json"
 	"math/rand/v2"
-	"time"
 	"testing"
+	"time"
 )
 
 // randomAction builds actions that are valid and invalid in every way the

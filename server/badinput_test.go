@@ -126,7 +126,7 @@ func TestBadInputWS(t *testing.T) {
 					t.Errorf("data.accepted = %+v, want the event types", e.Data)
 				}
 			}},
-		{"reward for no step", wire.MethodRewardAdd, wire.RewardParams{Session: other, StepID: "never", Reward: 1, Source: "judge"}, wire.CodeBadRequest, []string{`"never"`}, nil},
+		{"reward for no step", wire.MethodRewardAdd, wire.RewardParams{Session: other, StepID: "never", Reward: ptr(1.0), Source: "judge"}, wire.CodeBadRequest, []string{`"never"`}, nil},
 	}
 	for _, tc := range calls {
 		t.Run(tc.name, func(t *testing.T) {

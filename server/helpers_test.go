@@ -488,3 +488,5 @@ func mustUnmarshal(tb testing.TB, b []byte, v any) {
 		tb.Fatalf("decoding %.300s: %v", b, err)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

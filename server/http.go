@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -126,7 +127,9 @@ func (s *Server) mirror(method string, build paramsFunc) http.Handler {
 			}
 		}
 		s.requests.add()
-		res, werr := s.call(r.Context(), nil, method, raw)
+		// Like a WebSocket request, a step that started finishes and is
+		// recorded even if the HTTP client goes away.
+		res, werr := s.call(context.WithoutCancel(r.Context()), nil, method, raw)
 		s.requests.done()
 		if werr != nil {
 			writeHTTPError(w, werr)
@@ -205,7 +208,7 @@ func (s *Server) rpc(w http.ResponseWriter, r *http.Request) {
 		} else {
 			start := time.Now()
 			s.requests.add()
-			res, e := s.call(r.Context(), nil, it.req.Method, it.req.Params)
+			res, e := s.call(context.WithoutCancel(r.Context()), nil, it.req.Method, it.req.Params)
 			s.requests.done()
 			s.metrics.request(it.req.Method, "http", start, e)
 			if len(it.req.ID) == 0 {

@@ -307,15 +307,54 @@ func (s *Server) stepRaw(ctx context.Context, raw json.RawMessage) (any, *wire.E
 }
 
 func (s *Server) step(ctx context.Context, p wire.StepParams) (any, *wire.Error) {
-	sess, err := s.session(p.Session)
-	if err != nil {
-		return nil, err
+	sess, werr := s.session(p.Session)
+	if werr != nil {
+		if werr.Code == wire.CodeUnknownSession && p.StepID != "" {
+			return s.replayStep(ctx, p, werr)
+		}
+		return nil, werr
 	}
-	res, serr := sess.Step(ctx, p.StepID, p.Action)
-	if serr != nil {
-		return nil, wire.FromError(serr)
+	res, err := sess.Step(ctx, p.StepID, p.Action)
+	if err != nil {
+		if errors.Is(err, gym.ErrSessionClosed) && p.StepID != "" {
+			return s.replayStep(ctx, p, wire.FromError(err))
+		}
+		return nil, wire.FromError(err)
 	}
 	s.metrics.stepped(sess.Kind, res)
+	return res, nil
+}
+
+// replayStep answers a retried step of a session that has closed since
+// (the step that ended it, say) from the store, so a client that lost the
+// answer still gets it. orig is the error to give when there is no record.
+func (s *Server) replayStep(ctx context.Context, p wire.StepParams, orig *wire.Error) (any, *wire.Error) {
+	ev, ok, err := s.store.StepEvent(ctx, p.Session, p.StepID)
+	if err != nil || !ok || ev.Action == nil {
+		return nil, orig
+	}
+	a, _ := json.Marshal(p.Action)
+	b, _ := json.Marshal(ev.Action)
+	if !bytes.Equal(a, b) {
+		return nil, wire.FromError(fmt.Errorf("%w: %q", gym.ErrStepIDReused, p.StepID))
+	}
+	res := gym.StepResult{Session: ev.Session, Episode: ev.Episode, Step: ev.Step, StepID: ev.StepID, Seq: ev.Seq,
+		Failure: ev.Failure, Replayed: true}
+	res.Terminated, res.Truncated = ev.Terminated, ev.Truncated
+	if ev.Observation != nil {
+		res.Observation = *ev.Observation
+	}
+	if ev.Reward != nil {
+		res.Reward = *ev.Reward
+	}
+	if len(ev.Info) > 0 {
+		res.Info = make(gym.Info, len(ev.Info))
+		for k, v := range ev.Info {
+			if k != "verifier" { // the verifier's details are never sent to the agent
+				res.Info[k] = v
+			}
+		}
+	}
 	return res, nil
 }
 
@@ -400,7 +439,7 @@ func (s *Server) resume(ctx context.Context, p wire.ResumeParams) (any, *wire.Er
 }
 
 func (s *Server) addReward(ctx context.Context, p wire.RewardParams) (any, *wire.Error) {
-	if p.Session == "" || p.StepID == "" || p.Source == "" {
+	if p.Session == "" || p.StepID == "" || p.Source == "" || p.Reward == nil {
 		return nil, wire.Errorf(wire.CodeInvalidParams, `reward.add needs "session", "step_id", "reward" and "source"`)
 	}
 	ev, ok, err := s.store.StepEvent(ctx, p.Session, p.StepID)
@@ -410,7 +449,7 @@ func (s *Server) addReward(ctx context.Context, p wire.RewardParams) (any, *wire
 	if !ok {
 		return nil, wire.FromError(fmt.Errorf("%w: session %q has no recorded step %q", gym.ErrBadRequest, p.Session, p.StepID))
 	}
-	r := p.Reward
+	r := *p.Reward
 	seq, rerr := s.mgr.AddReward(ctx, gym.Event{Session: p.Session, Run: ev.Run, Env: ev.Env, Task: ev.Task,
 		Episode: ev.Episode, Step: ev.Step, StepID: p.StepID, Reward: &r, Source: p.Source, Info: p.Info})
 	if rerr != nil {

@@ -226,7 +226,7 @@ func TestRewardAdd(t *testing.T) {
 	cr := c.create(gym.CreateRequest{Env: "echo-v1", Run: "judged"})
 	st := c.step(cr.Session, "judge-me", "an answer")
 	var rr wire.RewardResult
-	c.mustCall(wire.MethodRewardAdd, wire.RewardParams{Session: cr.Session, StepID: "judge-me", Reward: 0.25,
+	c.mustCall(wire.MethodRewardAdd, wire.RewardParams{Session: cr.Session, StepID: "judge-me", Reward: ptr(0.25),
 		Source: "judge:prm", Info: gym.Info{"hint": "be brief"}}, &rr)
 	if rr.Seq <= st.Seq {
 		t.Fatalf("the reward's seq %d is not after the step's %d", rr.Seq, st.Seq)
@@ -243,8 +243,9 @@ func TestRewardAdd(t *testing.T) {
 	}
 	// Rewards may come after the session closed.
 	c.mustCall(wire.MethodSessionClose, wire.CloseParams{Session: cr.Session}, nil)
-	c.mustCall(wire.MethodRewardAdd, wire.RewardParams{Session: cr.Session, StepID: "judge-me", Reward: 1, Source: "verifier"}, &rr)
+	c.mustCall(wire.MethodRewardAdd, wire.RewardParams{Session: cr.Session, StepID: "judge-me", Reward: ptr(1.0), Source: "verifier"}, &rr)
 	wantCode(t, c.callErr(wire.MethodRewardAdd, wire.RewardParams{Session: cr.Session, StepID: "judge-me"}), wire.CodeInvalidParams, "source")
+	wantCode(t, c.callErr(wire.MethodRewardAdd, wire.RewardParams{Session: cr.Session, StepID: "judge-me", Source: "judge"}), wire.CodeInvalidParams, "reward")
 }
 
 // TestInfoAndCatalog covers the read-only methods.
@@ -271,4 +272,26 @@ func TestInfoAndCatalog(t *testing.T) {
 	if len(tl.Tasks) != 1 || tl.Tasks[0].ID != "guess-1-50" {
 		t.Errorf("task.list guess-v1 test = %+v", tl)
 	}
+}
+
+// TestRetryAfterSessionEnded answers a retried step id from the store once
+// the session is gone (here: the step that ended it and then closed it), so
+// a client that lost the answer still gets it.
+func TestRetryAfterSessionEnded(t *testing.T) {
+	ts := startServer(t)
+	c := ts.dial()
+	cr := c.create(gym.CreateRequest{Env: "echo-v1"})
+	st := c.step(cr.Session, "last", "/done")
+	if !st.Terminated {
+		t.Fatalf("/done did not terminate: %+v", st)
+	}
+	c.mustCall(wire.MethodSessionClose, wire.CloseParams{Session: cr.Session}, nil)
+
+	var again gym.StepResult
+	c.mustCall(wire.MethodSessionStep, stepArgs(cr.Session, "last", "/done"), &again)
+	if !again.Replayed || again.Seq != st.Seq || !again.Terminated || again.Step != st.Step || again.Observation.Text() != "/done" {
+		t.Errorf("retry after close = %+v, want the recorded answer %+v, replayed", again, st)
+	}
+	wantCode(t, c.callErr(wire.MethodSessionStep, stepArgs(cr.Session, "last", "something else")), wire.CodeStepIDReused, "last")
+	wantCode(t, c.callErr(wire.MethodSessionStep, stepArgs(cr.Session, "never", "x")), wire.CodeUnknownSession, cr.Session)
 }

@@ -123,7 +123,7 @@ type ResumeResult struct {
 type RewardParams struct {
 	Session string   `json:"session"`
 	StepID  string   `json:"step_id"`
-	Reward  float64  `json:"reward"`
+	Reward  *float64 `json:"reward"` // required
 	Source  string   `json:"source"`
 	Info    gym.Info `json:"info,omitempty"`
 }
