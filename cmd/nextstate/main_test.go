@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nextstate-rl/nextstate/gym"
+	"github.com/nextstate-rl/nextstate/server"
+)
+
+// run executes the CLI with args and returns what it printed.
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.ExecuteContext(t.Context())
+	return out.String(), err
+}
+
+func TestDemoPlaysEveryBuiltInTask(t *testing.T) {
+	dir := t.TempDir()
+	out, err := run(t, "demo", "--json", "--episodes", "2", "--data", dir)
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	var rep DemoReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("demo --json printed %q: %v", out, err)
+	}
+	if len(rep.Rows) != len(gym.NewCatalog().List("", "")) {
+		t.Errorf("demo played %d tasks, the catalog has %d", len(rep.Rows), len(gym.NewCatalog().List("", "")))
+	}
+	episodes := 0
+	for _, r := range rep.Rows {
+		episodes += r.Episodes
+		if r.Episodes != 2 || r.Terminated != 2 {
+			t.Errorf("%s: %+v, want 2 terminated episodes", r.Task, r)
+		}
+		if r.Env == "guess-v1" && r.MeanReturn != 1 {
+			t.Errorf("%s: mean return %v, want 1 (bisection always wins)", r.Task, r.MeanReturn)
+		}
+	}
+	if rep.Exported != episodes {
+		t.Errorf("exported %d episodes, played %d", rep.Exported, episodes)
+	}
+	if rep.EventsByType["step"] != rep.Steps || rep.EventsByType["reset"] != episodes {
+		t.Errorf("streamed %v for %d steps and %d episodes", rep.EventsByType, rep.Steps, episodes)
+	}
+
+	// The store the demo wrote exports the same episodes from the CLI.
+	out, err = run(t, "export", "--data", dir, "--format", "jsonl", "--run", "demo")
+	if err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != episodes {
+		t.Fatalf("export wrote %d lines, want %d", len(lines), episodes)
+	}
+	var ep struct {
+		Env   string            `json:"env"`
+		Steps []json.RawMessage `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &ep); err != nil || ep.Env == "" || len(ep.Steps) == 0 {
+		t.Errorf("first exported episode %s: %v", lines[0], err)
+	}
+	if _, err := run(t, "export", "--data", dir, "--format", "csv"); err == nil || !strings.Contains(err.Error(), "jsonl") {
+		t.Errorf("export --format csv: %v, want an error naming the accepted formats", err)
+	}
+}
+
+func TestBenchWS(t *testing.T) {
+	srv, err := server.New(server.Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Error(err)
+		}
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Error(err)
+		}
+	})
+	out, err := run(t, "bench", "ws", "--addr", "ws://"+ln.Addr().String(), "--sessions", "40", "--conns", "8",
+		"--steps", "5", "--json")
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, out)
+	}
+	var rep BenchReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.SessionsOK != 40 || rep.SuccessRate != 1 || rep.Steps != 200 || rep.StepErrors != 0 || rep.Conns != 8 {
+		t.Errorf("report %+v, want 40 sessions over 8 connections, 200 steps, no errors", rep)
+	}
+	if rep.LatencyMS.P50 <= 0 || rep.LatencyMS.P99 < rep.LatencyMS.P50 || rep.StepsPerSecond <= 0 {
+		t.Errorf("latency %+v, %v steps/s: not measured", rep.LatencyMS, rep.StepsPerSecond)
+	}
+	// Every session was closed after the run.
+	if n := srv.Manager().Len(); n != 0 {
+		t.Errorf("%d sessions left open", n)
+	}
+}
+
+func TestTasksListValidatesSuites(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "suite.yaml"), []byte("name: mine\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "easy.yaml"), []byte(`id: easy-guess
+env: guess-v1
+instruction: Guess between 1 and 3.
+split: test
+data: {low: 1, high: 3}
+verifier: {secret_hint: never shown}
+`), 0o644)
+	out, err := run(t, "tasks", "list", "--json", "--env", "guess-v1", "--split", "test", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tasks []gym.Task
+	if err := json.Unmarshal([]byte(out), &tasks); err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, tk := range tasks {
+		if tk.ID == "easy-guess" {
+			found = true
+			if tk.Verifier != nil {
+				t.Error("tasks list shows the verifier's inputs")
+			}
+		}
+		if tk.Split != "test" {
+			t.Errorf("task %s of split %q listed under --split test", tk.ID, tk.Split)
+		}
+	}
+	if !found {
+		t.Errorf("easy-guess not listed: %s", out)
+	}
+	os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("id: x\nenv: nope-v1\n"), 0o644)
+	if _, err := run(t, "tasks", "list", dir); err == nil || !strings.Contains(err.Error(), "guess-v1") {
+		t.Errorf("unknown kind: %v, want an error listing the registered kinds", err)
+	}
+}
+
+func TestServeRefusesOpenAddressWithoutToken(t *testing.T) {
+	_, err := run(t, "serve", "--addr", "0.0.0.0:0", "--data", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "token") {
+		t.Fatalf("serve on 0.0.0.0 without a token: %v, want a refusal naming the token", err)
+	}
+}
+
+func TestEnvsAndVersion(t *testing.T) {
+	out, err := run(t, "envs", "--json")
+	if err != nil || !strings.Contains(out, `"guess-v1"`) || !strings.Contains(out, `"echo-v1"`) {
+		t.Errorf("envs --json: %v\n%s", err, out)
+	}
+	out, err = run(t, "version")
+	if err != nil || !strings.Contains(out, "nextstate.v1") {
+		t.Errorf("version: %v %q", err, out)
+	}
+}
