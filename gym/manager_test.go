@@ -2,6 +2,7 @@ package gym_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -576,5 +577,30 @@ func TestLabels(t *testing.T) {
 	_, _, err := m.Create(t.Context(), gym.CreateRequest{Env: "echo-v1", Labels: map[string]string{"nextstate.owner": "me"}})
 	if !errors.Is(err, gym.ErrBadRequest) || !strings.Contains(err.Error(), "reserved") {
 		t.Errorf("reserved label: %v, want a bad request naming the reserved prefix", err)
+	}
+}
+
+// TestEmptyTextAndObservation: an empty text action ({"type":"text"}, as an
+// empty command or pressing Enter) is valid, and an env's empty observation
+// is answered as {"parts":[]}, never null.
+func TestEmptyTextAndObservation(t *testing.T) {
+	m, _ := newManager(t, gym.Config{})
+	s := create(t, m, gym.CreateRequest{Env: "echo-v1"})
+	var a gym.Action
+	if err := json.Unmarshal([]byte(`{"parts":[{"type":"text"}]}`), &a); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Step(t.Context(), "", a)
+	if err != nil {
+		t.Fatalf("empty text action: %v", err)
+	}
+	b, _ := json.Marshal(res.Observation)
+	if string(b) != `{"parts":[{"type":"text"}]}` {
+		t.Errorf("echo of an empty text: %s", b)
+	}
+	s2 := create(t, m, gym.CreateRequest{Env: scriptName})
+	res = step(t, s2, "end")
+	if b, _ := json.Marshal(res); !strings.Contains(string(b), `"observation":{"parts":[`) {
+		t.Errorf("an empty observation encodes as %s", b)
 	}
 }

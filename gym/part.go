@@ -1,9 +1,6 @@
 package gym
 
-import (
-	"encoding/json"
-	"fmt"
-)
+import "fmt"
 
 // PartType names the kind of a Part. The set is closed: an env kind that needs
 // something new gets a new PartType here, with its schema in schema.go.
@@ -198,25 +195,11 @@ func (p Part) check() error {
 	return nil
 }
 
-// MarshalJSON writes a text part's "text" even when it is empty, as the
-// part's schema requires (an empty command is a valid action); otherwise it
-// is the default encoding.
-func (p Part) MarshalJSON() ([]byte, error) {
-	type plain Part
-	if p.Type == PartText && p.Text == "" {
-		return json.Marshal(struct {
-			plain
-			Text string `json:"text"`
-		}{plain: plain(p)})
-	}
-	return json.Marshal(plain(p))
-}
-
-// MarshalJSON is the default; declared so a nil Parts slice encodes as [].
-func (o Observation) MarshalJSON() ([]byte, error) {
-	type plain Observation
+// orEmpty returns o with a non-nil Parts, so it encodes as {"parts":[]}
+// rather than {"parts":null}. Sessions apply it to what envs return.
+func (o Observation) orEmpty() Observation {
 	if o.Parts == nil {
 		o.Parts = []Part{}
 	}
-	return json.Marshal(plain(o))
+	return o
 }

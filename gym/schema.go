@@ -20,7 +20,7 @@ import (
 // contract documented in docs/protocol.md; env.describe returns them inside
 // each kind's action and observation schemas.
 var partSchemas = map[PartType]string{
-	PartText: `{"type":"object","required":["type","text"],"additionalProperties":false,
+	PartText: `{"type":"object","required":["type"],"additionalProperties":false,
 		"properties":{"type":{"const":"text"},"text":{"type":"string"}}}`,
 	PartToolCall: `{"type":"object","required":["type","tool_call"],"additionalProperties":false,
 		"properties":{"type":{"const":"tool_call"},"tool_call":{"type":"object","required":["function"],

@@ -133,6 +133,7 @@ func (s *Session) reset(ctx context.Context, task *Task, seed int64, opts Option
 	defer cancel()
 	start := time.Now()
 	obs, info, err := s.guard(func() (Observation, Info, error) { return s.env.Reset(rctx, task, seed, opts) })
+	obs = obs.orEmpty()
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			err = InfraFault("reset_timeout", fmt.Errorf("reset took longer than %s", time.Duration(limits.StepTimeout)))
@@ -246,7 +247,7 @@ func (s *Session) Step(ctx context.Context, stepID string, action Action) (StepR
 // infrastructure failure).
 func (s *Session) runStep(ctx context.Context, action Action) (StepResult, time.Duration, bool) {
 	s.step++
-	res := StepResult{Session: s.ID, Episode: s.episode, Step: s.step}
+	res := StepResult{Session: s.ID, Episode: s.episode, Step: s.step, Transition: Transition{Observation: Observation{Parts: []Part{}}}}
 	timeout := time.Duration(s.limits.StepTimeout)
 	episodeLeft := time.Duration(s.limits.EpisodeTimeout) - time.Since(s.started)
 	if s.limits.EpisodeTimeout > 0 && episodeLeft <= 0 {
@@ -290,6 +291,7 @@ func (s *Session) runStep(ctx context.Context, action Action) (StepResult, time.
 		closeAfter = res.Failure.Fault == FaultInfra
 	} else {
 		res.Transition = tr
+		res.Observation = tr.Observation.orEmpty()
 	}
 	if !res.Terminated && !res.Truncated && s.limits.MaxSteps > 0 && s.step >= s.limits.MaxSteps {
 		res.Truncated = true
