@@ -91,6 +91,9 @@ type callResult struct {
 
 func (cl *call) finish(res json.RawMessage, err error) { cl.ch <- callResult{res, err} }
 
+// writeBuffers is shared by every connection's writes.
+var writeBuffers = &sync.Pool{}
+
 // Dial connects to a nextstate server. rawURL is ws://, wss://, http:// or
 // https:// host:port, optionally with a path; a URL with no path gets Path
 // (/v1/ws). ctx bounds the dial only; it is not kept.
@@ -116,6 +119,9 @@ func Dial(ctx context.Context, rawURL string, opts ...Opt) (*Client, error) {
 	} else {
 		c.dialer = *websocket.DefaultDialer
 		c.dialer.HandshakeTimeout = 10 * time.Second
+		// Connections share write buffers, held only while a message is
+		// written: many idle connections then cost little memory.
+		c.dialer.WriteBufferPool = writeBuffers
 	}
 	c.dialer.Subprotocols = []string{wire.Version}
 	cn, _, err := c.dial(ctx)

@@ -3,6 +3,8 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -333,8 +335,8 @@ func (s *Server) replayStep(ctx context.Context, p wire.StepParams, orig *wire.E
 	if err != nil || !ok || ev.Action == nil {
 		return nil, orig
 	}
-	a, _ := json.Marshal(p.Action)
-	b, _ := json.Marshal(ev.Action)
+	a, _ := json.Marshal(byContent(p.Action))
+	b, _ := json.Marshal(byContent(*ev.Action))
 	if !bytes.Equal(a, b) {
 		return nil, wire.FromError(fmt.Errorf("%w: %q", gym.ErrStepIDReused, p.StepID))
 	}
@@ -397,6 +399,34 @@ func (s *Server) reset(ctx context.Context, p wire.ResetParams) (any, *wire.Erro
 		return nil, wire.FromError(err)
 	}
 	return res, nil
+}
+
+// byContent returns a copy of a with every blob named by the hash of its
+// content, as the store records large ones, so an action sent inline and
+// its recorded form compare equal.
+func byContent(a gym.Action) gym.Action {
+	out := gym.Action{Parts: make([]gym.Part, len(a.Parts))}
+	for i, p := range a.Parts {
+		norm := func(b gym.Blob) gym.Blob {
+			if len(b.Data) > 0 {
+				sum := sha256.Sum256(b.Data)
+				b.Ref = store.RefPrefix + hex.EncodeToString(sum[:])
+			}
+			b.Data, b.Size = nil, 0
+			return b
+		}
+		if p.Image != nil {
+			img := norm(*p.Image)
+			p.Image = &img
+		}
+		if p.File != nil {
+			f := *p.File
+			f.Blob = norm(f.Blob)
+			p.File = &f
+		}
+		out.Parts[i] = p
+	}
+	return out
 }
 
 func (s *Server) closeSession(ctx context.Context, p wire.CloseParams) (any, *wire.Error) {
