@@ -12,7 +12,8 @@ import (
 )
 
 // Session drives one Env through episodes on behalf of one client. It owns
-// the ordering of requests (one at a time, in arrival order), step ids,
+// the ordering of requests (one at a time; the server keeps each
+// connection's requests for a session in arrival order), step ids,
 // limits and deadlines, and recording: every reset and step is appended to
 // the Recorder before its result is returned. A Session outlives the
 // connection that created it; any connection may address it by ID.
@@ -38,7 +39,7 @@ type Session struct {
 	started time.Time // episode start
 	steps   stepLog
 
-	lastActive time.Time // guarded by Manager.mu's reader side: see touch
+	lastActive time.Time // when the last request began or ended; guarded by Manager.mu
 	busy       int32     // requests in flight, guarded by Manager.mu
 }
 

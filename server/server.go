@@ -27,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nextstate-rl/nextstate/gym"
@@ -81,6 +82,8 @@ type Server struct {
 	gather  prometheus.Gatherer
 	http    *http.Server
 
+	upgrader *websocket.Upgrader
+
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
 	ln       net.Listener
@@ -116,7 +119,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 10 * time.Second
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, done: make(chan struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, done: make(chan struct{}), upgrader: newUpgrader()}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

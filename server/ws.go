@@ -26,24 +26,27 @@ const (
 	closeShutdown     = "shutdown"      // the server is shutting down
 )
 
-var upgrader = websocket.Upgrader{
-	// Small read buffers, and write buffers shared through a pool and held
-	// only while a message is written, keep 10,000 idle connections cheap:
-	// memory per connection drives the garbage collector's work.
-	ReadBufferSize:  2 << 10,
-	WriteBufferSize: 4 << 10,
-	WriteBufferPool: &sync.Pool{},
-	Subprotocols:    []string{wire.Version},
-	// Agents are programs, not pages: any origin may connect, and the
-	// bearer token is what guards the server.
-	CheckOrigin: func(*http.Request) bool { return true },
+// newUpgrader makes the server's WebSocket upgrader. Small read buffers,
+// and write buffers shared through a pool and held only while a message is
+// written, keep 10,000 idle connections cheap: memory per connection drives
+// the garbage collector's work.
+func newUpgrader() *websocket.Upgrader {
+	return &websocket.Upgrader{
+		ReadBufferSize:  2 << 10,
+		WriteBufferSize: 4 << 10,
+		WriteBufferPool: &sync.Pool{},
+		Subprotocols:    []string{wire.Version},
+		// Agents are programs, not pages: any origin may connect, and the
+		// bearer token is what guards the server.
+		CheckOrigin: func(*http.Request) bool { return true },
+	}
 }
 
 // conn is one WebSocket connection. It has one reader goroutine (readLoop)
 // and one writer goroutine (writeLoop); reading never waits on writing.
-// Requests run on their own goroutines, those for the same session one after
-// another in arrival order (a lane per session), so a slow step holds up only
-// its own session.
+// Requests run on the connection's worker goroutines (see run), those for
+// the same session one after another in arrival order (a lane per session),
+// so a slow step holds up only its own session.
 type conn struct {
 	s  *Server
 	ws *websocket.Conn
@@ -71,7 +74,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, wire.FromError(gym.ErrDraining))
 		return
 	}
-	ws, err := upgrader.Upgrade(w, r, nil)
+	ws, err := s.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return // the upgrader has answered with an HTTP error
 	}
