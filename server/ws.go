@@ -139,8 +139,26 @@ func (c *conn) readLoop() {
 }
 
 // dispatch routes one frame's requests. data is only valid during the call.
+// Once the server is shutting down, new requests are answered at once with
+// CodeShuttingDown, so the drain waits only for those already in flight.
 func (c *conn) dispatch(data []byte) {
 	items, batch := decodeFrame(data)
+	if c.s.shutting.Load() {
+		out := make([]json.RawMessage, 0, len(items))
+		for _, it := range items {
+			if len(it.req.ID) > 0 || it.err != nil {
+				out = append(out, encodeResponse(it.req.ID, nil, wire.FromError(gym.ErrDraining)))
+			}
+		}
+		switch {
+		case batch && len(out) > 0:
+			b, _ := json.Marshal(out)
+			c.send(b, false)
+		case len(out) == 1:
+			c.send(out[0], false)
+		}
+		return
+	}
 	if batch {
 		// A batch runs in order on one goroutine and is answered as one
 		// array, as JSON-RPC 2.0 asks.
