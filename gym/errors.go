@@ -17,7 +17,7 @@ var (
 	ErrSessionClosed  = errors.New("session is closed")
 	ErrEpisodeOver    = errors.New("episode is over: reset the session to start a new one")
 	ErrStepIDReused   = errors.New("step id was already used for a different action")
-	ErrDraining       = errors.New("server is shutting down and admits no new sessions")
+	ErrDraining       = errors.New("server is shutting down: no new sessions or requests; steps already running finish")
 )
 
 // Fault says whose fault a failure was. Infrastructure faults are never
