@@ -5,7 +5,7 @@ GO        ?= go
 BIN       := bin/nextstate
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X github.com/nextstate-rl/nextstate/server.Version=$(VERSION)
-FUZZTIME  ?= 15s
+FUZZTIME  ?= 10s
 PKGS      := ./...
 
 .PHONY: all deps build demo test unit race fuzz bench bench-ws vet clean
@@ -39,6 +39,7 @@ race:
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFrame$$' -fuzztime $(FUZZTIME) ./server/
+	$(GO) test -run '^$$' -fuzz '^FuzzTopLevel$$' -fuzztime $(FUZZTIME) ./server/
 
 # Speed numbers, never asserted by tests.
 bench:

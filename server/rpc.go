@@ -56,10 +56,11 @@ func decodeFrame(b []byte) (items []frameItem, batch bool) {
 }
 
 func decodeRequest(b []byte, r *wire.Request) *wire.Error {
-	if !json.Valid(b) {
-		return wire.Errorf(wire.CodeParseError, "not JSON: check quoting and brackets")
-	}
 	if err := json.Unmarshal(b, r); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return wire.Errorf(wire.CodeParseError, "not JSON at offset %d: check quoting and brackets", se.Offset)
+		}
 		return wire.Errorf(wire.CodeInvalidRequest, "not a JSON-RPC 2.0 request object: %v", err)
 	}
 	if r.JSONRPC != "2.0" {
@@ -292,9 +293,26 @@ type stepParams struct {
 }
 
 func (s *Server) stepRaw(ctx context.Context, raw json.RawMessage) (any, *wire.Error) {
+	// The hot path: one Unmarshal and a key scan instead of a strict
+	// json.Decoder, which allocates more than the rest of the request.
 	var p stepParams
-	if e := params(wire.MethodSessionStep, raw, &p); e != nil {
-		return nil, e
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = []byte("{}")
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, paramsError(wire.MethodSessionStep, err)
+	}
+	var unknown string
+	topLevel(raw, func(key string, _ []byte) bool {
+		switch key {
+		case "session", "step_id", "action":
+			return true
+		}
+		unknown = key
+		return false
+	})
+	if unknown != "" {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params for %s: unknown field %q (accepted: session, step_id, action)", wire.MethodSessionStep, unknown)
 	}
 	var a gym.Action
 	if len(p.Action) == 0 {

@@ -263,13 +263,7 @@ func laneKey(r wire.Request) string {
 	default:
 		return ""
 	}
-	var p struct {
-		Session string `json:"session"`
-	}
-	if json.Unmarshal(r.Params, &p) != nil {
-		return ""
-	}
-	return p.Session
+	return sessionOf(r.Params)
 }
 
 // handle runs one request and returns its encoded response, or nil for a
