@@ -1,0 +1,267 @@
+// Package sandbox isolates what agents run. One interface, Backend, makes
+// Sandboxes; two backends implement it: bwrap (bubblewrap, daemon-less, the
+// embedded default; package sandbox/bwrap) and docker (the Docker Engine API,
+// local or remote engines; package sandbox/docker). Backends register by
+// name from their package's init, as database/sql drivers do, and decline
+// with ErrUnavailable when their tool is missing, so serve still starts.
+//
+// A Sandbox runs commands (Exec: stdin, env, working directory, a deadline
+// at which the whole process group is killed, output caps with a visible
+// marker), keeps a persistent interactive shell per session (Shell: cd and
+// exported variables persist; keystrokes and the screen for interactive
+// programs; NewShell builds one on Start), copies files in and out as tar
+// streams, and closes. Two
+// optional interfaces add capabilities, found by type assertion:
+// Snapshotter (snapshot and restore, for a reset faster than a new
+// sandbox) and Stats (resource use).
+//
+// Every resource a sandbox holds (a container, a bwrap process tree, a
+// directory) carries the labels of its Spec plus the reserved
+// LabelOwner/LabelSession labels, so a reaper can find and remove orphans
+// by label, also after a crash. Close is idempotent.
+//
+// Who may call what concurrently: a Backend's methods are safe for
+// concurrent use. A Sandbox's Exec, CopyIn and CopyOut may run concurrently;
+// a Shell is used by one goroutine at a time (the session's).
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Reserved labels. Task files may not set labels with this prefix.
+const (
+	LabelPrefix  = "nextstate."
+	LabelOwner   = "nextstate.owner"   // the server instance that created it
+	LabelSession = "nextstate.session" // the session it serves
+	LabelPool    = "nextstate.pool"    // set while it waits in a warm pool
+)
+
+// Errors for errors.Is.
+var (
+	// ErrUnavailable: the backend's tool or daemon is missing here.
+	ErrUnavailable = errors.New("sandbox backend unavailable")
+	// ErrClosed: the sandbox was closed.
+	ErrClosed = errors.New("sandbox closed")
+	// ErrGone: the sandbox died underneath (container killed, process
+	// tree gone). It is the infrastructure's fault, not the agent's.
+	ErrGone = errors.New("sandbox is gone")
+	// ErrNoSnapshot: the backend cannot snapshot.
+	ErrNoSnapshot = errors.New("sandbox cannot snapshot")
+)
+
+// Spec describes a sandbox to create.
+type Spec struct {
+	// Image is the docker image, or for bwrap a rootfs directory ("" is
+	// the host's root, read-only).
+	Image string `json:"image,omitempty"`
+	// Workdir is the writable working directory inside the sandbox.
+	// Default /workspace.
+	Workdir string `json:"workdir,omitempty"`
+	// Env is added to every command's environment.
+	Env map[string]string `json:"env,omitempty"`
+	// Network allows network access; the default is none.
+	Network bool   `json:"network,omitempty"`
+	Limits  Limits `json:"limits,omitzero"`
+	// Labels are attached to every resource the sandbox creates.
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// Limits bound a sandbox's resources. Zero means the backend's default
+// (DefaultLimits); how each is enforced is the backend's to document.
+type Limits struct {
+	MemoryBytes int64   `json:"memory_bytes,omitempty"`
+	CPUs        float64 `json:"cpus,omitempty"`
+	PIDs        int64   `json:"pids,omitempty"`
+}
+
+// DefaultLimits apply where a Spec sets none.
+var DefaultLimits = Limits{MemoryBytes: 1 << 30, CPUs: 1, PIDs: 512}
+
+// Or fills l's zero fields from d.
+func (l Limits) Or(d Limits) Limits {
+	if l.MemoryBytes == 0 {
+		l.MemoryBytes = d.MemoryBytes
+	}
+	if l.CPUs == 0 {
+		l.CPUs = d.CPUs
+	}
+	if l.PIDs == 0 {
+		l.PIDs = d.PIDs
+	}
+	return l
+}
+
+// DefaultMaxOutput caps the output Exec and Shell keep, per stream.
+const DefaultMaxOutput = 64 << 10
+
+// TruncationMarker is appended to output that was cut at its cap, with the
+// number of bytes dropped: "\n[... 12345 bytes truncated ...]\n".
+const TruncationMarker = "\n[... %d bytes truncated ...]\n"
+
+// ExecRequest is one command.
+type ExecRequest struct {
+	// Cmd is the argv; Script, if set instead, runs under bash -c.
+	Cmd    []string
+	Script string
+	Stdin  io.Reader
+	Env    map[string]string
+	// Dir is the working directory; default the Spec's Workdir.
+	Dir string
+	// Timeout kills the command's whole process group when it passes;
+	// 0 means ctx alone bounds it.
+	Timeout time.Duration
+	// MaxOutput caps each of stdout and stderr; 0 means DefaultMaxOutput.
+	MaxOutput int
+}
+
+// ExecResult is what a command did. A command that ran and failed is not an
+// error: its ExitCode says so. TimedOut means the Timeout killed it.
+type ExecResult struct {
+	Stdout    []byte        `json:"stdout"`
+	Stderr    []byte        `json:"stderr"`
+	ExitCode  int           `json:"exit_code"`
+	TimedOut  bool          `json:"timed_out,omitempty"`
+	Truncated bool          `json:"truncated,omitempty"`
+	Elapsed   time.Duration `json:"elapsed"`
+}
+
+// Backend makes sandboxes.
+type Backend interface {
+	// Name is the registered name: "bwrap", "docker".
+	Name() string
+	// Create starts a sandbox. It is ready for Exec when Create returns.
+	Create(ctx context.Context, spec Spec) (Sandbox, error)
+	// Reap removes every resource labelled as owned by owner that no live
+	// sandbox of this Backend holds (orphans from a crash), and reports
+	// how many it removed.
+	Reap(ctx context.Context, owner string) (int, error)
+	// Close closes every sandbox it made and releases the backend.
+	Close(ctx context.Context) error
+}
+
+// Sandbox is one isolated environment.
+type Sandbox interface {
+	ID() string
+	Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
+	// Start runs a long-lived process with pipes, for persistent shells
+	// (see NewShell). It ends with the sandbox, or when killed.
+	Start(ctx context.Context, req StartRequest) (Process, error)
+	// CopyIn unpacks a tar stream into dir inside the sandbox.
+	CopyIn(ctx context.Context, dir string, tar io.Reader) error
+	// CopyOut returns a tar stream of path inside the sandbox.
+	CopyOut(ctx context.Context, path string) (io.ReadCloser, error)
+	// Close stops every process and removes the sandbox. Idempotent.
+	Close(ctx context.Context) error
+}
+
+// StartRequest is a long-lived process to start.
+type StartRequest struct {
+	Cmd []string
+	Env map[string]string
+	Dir string
+	// TTY gives the process a terminal (stdout and stderr then merge).
+	TTY bool
+}
+
+// Process is a long-lived process in a sandbox.
+type Process interface {
+	Stdin() io.WriteCloser
+	// Stdout carries stdout, and stderr too: they are merged.
+	Stdout() io.Reader
+	// Wait waits for the process to end and returns its exit code.
+	Wait() (int, error)
+	// Kill ends the process and its process group.
+	Kill() error
+}
+
+// Shell is a long-lived bash in the sandbox, so that cd and exported
+// variables persist between commands, with a terminal whose screen can be
+// read for interactive programs.
+type Shell interface {
+	// Run types command into the shell, waits until it finishes (or
+	// timeout passes, when it interrupts it with Ctrl-C) and returns its
+	// output and exit code.
+	Run(ctx context.Context, command string, timeout time.Duration) (ExecResult, error)
+	// SendKeys sends keystrokes in tmux's key syntax ("q", "C-c", "Enter").
+	SendKeys(ctx context.Context, keys ...string) error
+	// Screen returns the terminal's visible screen.
+	Screen(ctx context.Context) (string, error)
+}
+
+// Snapshotter is implemented by sandboxes that can save their state and
+// return to it, which makes a task reset faster than a new sandbox.
+type Snapshotter interface {
+	Snapshot(ctx context.Context) (Snapshot, error)
+	Restore(ctx context.Context, s Snapshot) error
+}
+
+// Snapshot is a backend's saved state.
+type Snapshot interface {
+	// Release frees the snapshot's storage.
+	Release(ctx context.Context) error
+}
+
+// Opener makes a Backend from its options; registered per backend name.
+type Opener func(ctx context.Context, opts Options) (Backend, error)
+
+// Options configure a Backend.
+type Options struct {
+	// Owner labels every resource, so Reap finds this server's orphans.
+	Owner string
+	// Hosts are docker engine addresses (unix://, tcp://, ssh://); empty
+	// means the environment's default. bwrap ignores it.
+	Hosts []string
+	// Dir is where the backend keeps its files (bwrap workspaces).
+	Dir string
+}
+
+var (
+	mu       sync.RWMutex
+	backends = map[string]Opener{}
+)
+
+// Register makes a backend available by name. It panics on a nil opener or
+// a duplicate name.
+func Register(name string, open Opener) {
+	mu.Lock()
+	defer mu.Unlock()
+	if open == nil {
+		panic("sandbox: Register opener is nil")
+	}
+	if _, dup := backends[name]; dup {
+		panic("sandbox: Register called twice for backend " + name)
+	}
+	backends[name] = open
+}
+
+// Backends returns the registered backend names, sorted.
+func Backends() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	out := make([]string, 0, len(backends))
+	for n := range backends {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Open opens a registered backend. An unknown name is an error that lists
+// the registered ones; a backend whose tool is missing returns an error
+// wrapping ErrUnavailable.
+func Open(ctx context.Context, name string, opts Options) (Backend, error) {
+	mu.RLock()
+	open, ok := backends[name]
+	mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("unknown sandbox backend %q (registered: %v)", name, Backends())
+	}
+	return open(ctx, opts)
+}
