@@ -53,6 +53,23 @@ type Verifier interface {
 	Verify(ctx context.Context) (reward float64, info Info, err error)
 }
 
+// Configurer is implemented by kinds that need settings or resources that
+// outlive a session, such as a sandbox backend and its warm pools. A
+// Manager calls Configure once, before the kind's first New, with its
+// Settings; a failure makes that kind's sessions fail with the error (as
+// the infrastructure's fault) and is retried at the next create. The
+// Manager calls Shutdown once at its own Shutdown, after every session of
+// the kind has closed. A kind keeps what Configure opened in its own value.
+type Configurer interface {
+	Configure(ctx context.Context, s Settings) error
+	Shutdown(ctx context.Context) error
+}
+
+// Settings are the server's settings for kinds, "name=value" pairs such as
+// "sandbox=bwrap" or "docker.hosts=unix:///run/docker.sock". Keys are
+// documented by the kinds that read them.
+type Settings map[string]string
+
 // Spec describes a kind for env.describe and for validation.
 type Spec struct {
 	// Name carries a version, as in "guess-v1". A changed contract is a new name.

@@ -34,6 +34,8 @@ type Config struct {
 	Tasks *Catalog
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
+	// Settings are passed to kinds that implement Configurer.
+	Settings Settings
 }
 
 // Manager owns the live sessions: it admits them under capacity limits, finds
@@ -48,6 +50,9 @@ type Manager struct {
 	quit   chan struct{}
 	reaper sync.WaitGroup
 	once   sync.Once
+
+	confMu     sync.Mutex
+	configured map[string]Configurer // kinds whose Configure succeeded
 }
 
 // NewManager starts a Manager and its idle reaper. Call Shutdown to stop it.
@@ -71,7 +76,7 @@ func NewManager(cfg Config) *Manager {
 	if cfg.Tasks == nil {
 		cfg.Tasks = NewCatalog()
 	}
-	m := &Manager{cfg: cfg, sessions: make(map[string]*Session), quit: make(chan struct{})}
+	m := &Manager{cfg: cfg, sessions: make(map[string]*Session), quit: make(chan struct{}), configured: map[string]Configurer{}}
 	m.reaper.Add(1)
 	go m.reap()
 	return m
@@ -143,7 +148,29 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Session, Rese
 	return s, res, nil
 }
 
+// configure runs a kind's Configure once it succeeds; calls for other kinds
+// do not wait on it.
+func (m *Manager) configure(ctx context.Context, reg registered) error {
+	c, ok := reg.kind.(Configurer)
+	if !ok {
+		return nil
+	}
+	m.confMu.Lock()
+	defer m.confMu.Unlock()
+	if _, done := m.configured[reg.spec.Name]; done {
+		return nil
+	}
+	if err := c.Configure(ctx, m.cfg.Settings); err != nil {
+		return InfraFault("configure", fmt.Errorf("configuring %s: %w", reg.spec.Name, err))
+	}
+	m.configured[reg.spec.Name] = c
+	return nil
+}
+
 func (m *Manager) newEnv(ctx context.Context, reg registered) (env Env, err error) {
+	if err := m.configure(ctx, reg); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			err = InfraFault("panic", fmt.Errorf("kind %s panicked in New: %v", reg.spec.Name, p))
@@ -380,6 +407,14 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("shutdown: %d sessions still busy: %w", m.Len(), ctx.Err())
 		}
+	}
+	m.confMu.Lock()
+	defer m.confMu.Unlock()
+	for name, c := range m.configured {
+		if err := c.Shutdown(ctx); err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("shutting down kind %s: %w", name, err)
+		}
+		delete(m.configured, name)
 	}
 	return firstErr
 }

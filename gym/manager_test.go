@@ -604,3 +604,81 @@ func TestEmptyTextAndObservation(t *testing.T) {
 		t.Errorf("an empty observation encodes as %s", b)
 	}
 }
+
+// confKind is a kind that needs configuring, for TestConfigurer.
+type confKind struct {
+	mu          sync.Mutex
+	configured  int
+	shutdown    int
+	failFirst   bool
+	seenSetting string
+}
+
+func (k *confKind) Spec() gym.Spec {
+	return gym.Spec{Name: "gymtest-conf-v1", Description: "needs Configure", ActionSchema: gym.PartsSchema(1, 1, gym.PartText),
+		ObservationSchema: gym.PartsSchema(0, 1, gym.PartText)}
+}
+
+func (k *confKind) Configure(_ context.Context, s gym.Settings) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.configured++
+	k.seenSetting = s["sandbox"]
+	if k.failFirst && k.configured == 1 {
+		return errors.New("backend not ready")
+	}
+	return nil
+}
+
+func (k *confKind) Shutdown(context.Context) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.shutdown++
+	return nil
+}
+
+func (k *confKind) New(context.Context) (gym.Env, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.configured == 0 || (k.failFirst && k.configured == 1) {
+		return nil, errors.New("New before a successful Configure")
+	}
+	return &echoLike{}, nil
+}
+
+type echoLike struct{}
+
+func (echoLike) Reset(context.Context, *gym.Task, int64, gym.Options) (gym.Observation, gym.Info, error) {
+	return gym.TextObservation("hi"), nil, nil
+}
+func (echoLike) Step(_ context.Context, a gym.Action) (gym.Transition, error) {
+	return gym.Transition{Observation: gym.TextObservation(a.Text())}, nil
+}
+func (echoLike) Close(context.Context) error { return nil }
+
+var theConfKind = &confKind{failFirst: true}
+
+func init() { gym.Register(theConfKind) }
+
+// TestConfigurer: Configure runs once it succeeds (a failure is an infra
+// error and is retried), with the manager's settings; Shutdown runs once.
+func TestConfigurer(t *testing.T) {
+	m := gym.NewManager(gym.Config{Settings: gym.Settings{"sandbox": "bwrap"}})
+	_, _, err := m.Create(t.Context(), gym.CreateRequest{Env: "gymtest-conf-v1"})
+	if f := gym.FailureOf(err); f == nil || f.Fault != gym.FaultInfra || !strings.Contains(err.Error(), "backend not ready") {
+		t.Fatalf("first create: %v, want an infra failure from Configure", err)
+	}
+	for range 3 {
+		if _, _, err := m.Create(t.Context(), gym.CreateRequest{Env: "gymtest-conf-v1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	m.Shutdown(t.Context())
+	k := theConfKind
+	if k.configured != 2 || k.shutdown != 1 || k.seenSetting != "bwrap" {
+		t.Errorf("configured %d times, shut down %d times, setting %q; want 2, 1, bwrap", k.configured, k.shutdown, k.seenSetting)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,7 +22,8 @@ import (
 type serveFlags struct {
 	addr, dataDir, token, tokenFile string
 	readyFile, cpuProfile           string
-	suites                          []string
+	suites, settings, dockerHosts   []string
+	sandbox, baseImage              string
 	maxSessions                     int
 	idleTTL, drain                  time.Duration
 	maxSteps                        int
@@ -49,6 +51,10 @@ flushed and every env is closed, within --drain.`,
 	fl.StringVar(&f.token, "token", "", "bearer token clients must send (or $NEXTSTATE_TOKEN)")
 	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token")
 	fl.StringSliceVar(&f.suites, "tasks", nil, "task suite files or directories to serve (repeatable)")
+	fl.StringVar(&f.sandbox, "sandbox", "bwrap", "sandbox backend for terminal and SWE envs: bwrap or docker")
+	fl.StringArrayVar(&f.dockerHosts, "docker-host", nil, "docker engine to place sandboxes on (repeatable: unix://, tcp://, ssh://); default $DOCKER_HOST or the local socket")
+	fl.StringVar(&f.baseImage, "base-image", "", "image that replaces a task's FROM image when that is not present (default nextstate/base)")
+	fl.StringArrayVar(&f.settings, "set", nil, "a setting for env kinds, name=value (repeatable; see docs/architecture.md)")
 	fl.IntVar(&f.maxSessions, "max-sessions", 16384, "live session cap; past it session.create answers over-capacity with a retry hint")
 	fl.DurationVar(&f.idleTTL, "idle-ttl", 10*time.Minute, "close sessions with no request for this long")
 	fl.IntVar(&f.maxSteps, "max-steps", 1000, "default step limit of an episode")
@@ -89,10 +95,14 @@ func runServe(ctx context.Context, f serveFlags) error {
 		}
 		suites = append(suites, s)
 	}
+	settings, err := kindSettings(f)
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Config{
 		DataDir: f.dataDir, Token: token, Suites: suites, Logger: log,
 		Sessions: gym.Config{
-			MaxSessions: f.maxSessions, IdleTTL: f.idleTTL,
+			MaxSessions: f.maxSessions, IdleTTL: f.idleTTL, Settings: settings,
 			Limits: gym.Limits{MaxSteps: f.maxSteps, StepTimeout: gym.Duration(f.stepTimeout), EpisodeTimeout: gym.Duration(f.episodeTimeout)},
 		},
 	})
@@ -139,4 +149,23 @@ func runServe(ctx context.Context, f serveFlags) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// kindSettings gathers the settings env kinds read (gym.Configurer).
+func kindSettings(f serveFlags) (gym.Settings, error) {
+	s := gym.Settings{"sandbox": f.sandbox}
+	if len(f.dockerHosts) > 0 {
+		s["docker.hosts"] = strings.Join(f.dockerHosts, ",")
+	}
+	if f.baseImage != "" {
+		s["base_image"] = f.baseImage
+	}
+	for _, kv := range f.settings {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--set %q: want name=value", kv)
+		}
+		s[k] = v
+	}
+	return s, nil
 }
