@@ -10,10 +10,15 @@
 // marker), keeps a persistent interactive shell per session (Shell: cd and
 // exported variables persist; keystrokes and the screen for interactive
 // programs; NewShell builds one on Start), copies files in and out as tar
-// streams, and closes. Two
-// optional interfaces add capabilities, found by type assertion:
-// Snapshotter (snapshot and restore, for a reset faster than a new
-// sandbox) and Stats (resource use).
+// streams, and closes. Optional interfaces add capabilities, found by type
+// assertion: Snapshotter (snapshot and restore, for a reset faster than a
+// new sandbox), Labeler (labels changed after Create, used by warm pools),
+// Validator (a cheap liveness check, used by warm pools) and Stats
+// (resource use). CappedBuffer keeps output under a cap with
+// TruncationMarker; NewOwnerID, CheckLabels, MergeLabels and SpecKey are
+// the label helpers backends and pools share. Package sandbox/pool keeps
+// warm sandboxes; package sandbox/sandboxtest is the conformance suite
+// every backend's tests run.
 //
 // Every resource a sandbox holds (a container, a bwrap process tree, a
 // directory) carries the labels of its Spec plus the reserved
@@ -175,15 +180,22 @@ type Process interface {
 	Stdin() io.WriteCloser
 	// Stdout carries stdout, and stderr too: they are merged.
 	Stdout() io.Reader
-	// Wait waits for the process to end and returns its exit code.
+	// Wait waits for the process to end and returns its exit code; it
+	// may be called more than once.
 	Wait() (int, error)
-	// Kill ends the process and its process group.
+	// Kill ends the process and its process group, and releases Stdout:
+	// a read pending on it returns, even when a process that left the
+	// group still holds the other end.
 	Kill() error
 }
 
 // Shell is a long-lived bash in the sandbox, so that cd and exported
 // variables persist between commands, with a terminal whose screen can be
-// read for interactive programs.
+// read for interactive programs. Shell commands go to Run (the persistent
+// bash, output read up to an end marker); interactive programs (editors,
+// pagers, REPLs) run in the terminal, driven by SendKeys and read by
+// Screen. The two are separate shells in the same sandbox. NewShell makes
+// one for any Sandbox.
 type Shell interface {
 	// Run types command into the shell, waits until it finishes (or
 	// timeout passes, when it interrupts it with Ctrl-C) and returns its
@@ -193,6 +205,9 @@ type Shell interface {
 	SendKeys(ctx context.Context, keys ...string) error
 	// Screen returns the terminal's visible screen.
 	Screen(ctx context.Context) (string, error)
+	// Close ends the shell, the terminal and everything started from
+	// them. Idempotent. Closing the sandbox ends its shells too.
+	Close() error
 }
 
 // Snapshotter is implemented by sandboxes that can save their state and
@@ -206,6 +221,36 @@ type Snapshotter interface {
 type Snapshot interface {
 	// Release frees the snapshot's storage.
 	Release(ctx context.Context) error
+}
+
+// Labeler is implemented by sandboxes whose labels can change after
+// Create. A warm pool calls it when it hands a sandbox out: LabelPool is
+// removed (an empty value removes a label) and LabelSession set. A backend
+// whose resources cannot be relabelled (docker containers) keeps the
+// labels in its own bookkeeping instead.
+type Labeler interface {
+	SetLabels(ctx context.Context, labels map[string]string) error
+}
+
+// Validator is implemented by sandboxes that can tell cheaply, without a
+// round trip into the sandbox, whether they are still usable. A warm pool
+// calls it before handing an idle sandbox out and discards invalid ones,
+// as database/sql does with driver.Validator.
+type Validator interface {
+	IsValid() bool
+}
+
+// Stats is implemented by sandboxes that can report their resource use.
+type Stats interface {
+	Usage(ctx context.Context) (Usage, error)
+}
+
+// Usage is a sandbox's resource use; a field a backend cannot measure is
+// zero.
+type Usage struct {
+	MemoryBytes int64         `json:"memory_bytes"`
+	PIDs        int64         `json:"pids"`
+	CPU         time.Duration `json:"cpu"`
 }
 
 // Opener makes a Backend from its options; registered per backend name.
