@@ -8,7 +8,7 @@ LDFLAGS   := -s -w -X github.com/nextstate-rl/nextstate/server.Version=$(VERSION
 FUZZTIME  ?= 10s
 PKGS      := ./...
 
-.PHONY: all deps build demo test unit race fuzz bench bench-ws vet clean
+.PHONY: all deps build image demo test unit race fuzz bench bench-ws bench-sandbox vet clean
 
 all: build
 
@@ -18,6 +18,12 @@ deps:
 build: deps
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/nextstate
 
+# The default sandbox image, nextstate/base, from Debian packages (no image
+# registry): built once, then reused by its tag; the rootfs tarball is cached
+# in ~/.cache/nextstate/images. IMAGE_FLAGS=--force re-imports it.
+image: build
+	$(BIN) image build $(IMAGE_FLAGS)
+
 # The main job on embedded defaults: a server on loopback with a temporary
 # store, a scripted agent over every built-in env, and a report.
 demo: build
@@ -25,8 +31,9 @@ demo: build
 
 # The whole suite: vet, every test (with the race detector), and a short fuzz
 # run of the wire decoder. Nothing skips in CI: deps.sh installs every
-# component the tests need.
-test: deps vet race fuzz
+# component the tests need and starts dockerd, and `image` builds the base
+# image the sandbox tests run.
+test: deps image vet race fuzz
 
 vet:
 	$(GO) vet $(PKGS)
@@ -44,6 +51,10 @@ fuzz:
 # Speed numbers, never asserted by tests.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./gym/... ./server/...
+
+# Sandbox latencies (p50/p99 per operation) on the local docker engine.
+bench-sandbox: image
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./sandbox/docker/
 
 bench-ws: build
 	$(BIN) bench ws --sessions 10000 --steps 20 --env echo-v1

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/yaml"
 )
@@ -124,7 +125,9 @@ func (s *Suite) Task(id string) (*Task, bool) {
 //   - a .jsonl file, one task per line;
 //   - a directory: an optional suite.yaml (or suite.json) for name and
 //     description, every task file in it as above, and every subdirectory
-//     holding a task.yaml or task.json, whose Dir is that subdirectory.
+//     holding a task.yaml or task.json, whose Dir is that subdirectory;
+//   - a directory, or a subdirectory of one, that a registered TaskFormat
+//     detects (a Terminal-Bench task folder, say) is loaded by that format.
 //
 // Task ids must be unique and every task must validate.
 func LoadSuite(path string) (*Suite, error) {
@@ -155,7 +158,73 @@ func LoadSuite(path string) (*Suite, error) {
 	return s, nil
 }
 
+// A TaskFormat reads task directories written for another harness, such
+// as Terminal-Bench's (registered by envs/terminal). Detect says whether a
+// directory is in the format; Load reads it into a Task (with Dir set).
+type TaskFormat struct {
+	Name   string
+	Detect func(dir string) bool
+	Load   func(dir string) (Task, error)
+}
+
+var (
+	formatsMu sync.RWMutex
+	formats   []TaskFormat
+)
+
+// RegisterTaskFormat adds a task directory format, consulted by LoadSuite
+// before the plain task.yaml: for each subdirectory of a directory it
+// loads, and for the directory it is given itself (which then is a suite of
+// one task). Formats are tried in name order; the first whose Detect says
+// yes loads the directory. It panics on a nil func, an empty name or a
+// duplicate name, as Register does.
+func RegisterTaskFormat(name string, detect func(dir string) bool, load func(dir string) (Task, error)) {
+	if name == "" || detect == nil || load == nil {
+		panic("gym: RegisterTaskFormat needs a name, a detect and a load func")
+	}
+	formatsMu.Lock()
+	defer formatsMu.Unlock()
+	for _, f := range formats {
+		if f.Name == name {
+			panic("gym: RegisterTaskFormat called twice for format " + name)
+		}
+	}
+	formats = append(formats, TaskFormat{Name: name, Detect: detect, Load: load})
+	sort.Slice(formats, func(i, j int) bool { return formats[i].Name < formats[j].Name })
+}
+
+// loadFormat loads dir with the first registered format that detects it;
+// ok is false when none does.
+func loadFormat(dir string) (t Task, ok bool, err error) {
+	formatsMu.RLock()
+	fs := append([]TaskFormat(nil), formats...)
+	formatsMu.RUnlock()
+	for _, f := range fs {
+		if f.Detect(dir) {
+			t, err := f.Load(dir)
+			if err != nil {
+				return Task{}, true, fmt.Errorf("%s (%s task): %w", dir, f.Name, err)
+			}
+			if t.Dir == "" {
+				t.Dir = dir
+			}
+			if t.ID == "" {
+				t.ID = filepath.Base(dir)
+			}
+			return t, true, nil
+		}
+	}
+	return Task{}, false, nil
+}
+
 func loadDir(s *Suite, dir string) error {
+	if t, ok, err := loadFormat(dir); ok {
+		if err != nil {
+			return err
+		}
+		s.Tasks = append(s.Tasks, t)
+		return nil
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return err
@@ -164,6 +233,13 @@ func loadDir(s *Suite, dir string) error {
 		p := filepath.Join(dir, e.Name())
 		switch {
 		case e.IsDir():
+			if t, ok, err := loadFormat(p); ok {
+				if err != nil {
+					return err
+				}
+				s.Tasks = append(s.Tasks, t)
+				continue
+			}
 			for _, n := range []string{"task.yaml", "task.yml", "task.json"} {
 				tp := filepath.Join(p, n)
 				if _, err := os.Stat(tp); err == nil {

@@ -1,7 +1,21 @@
 #!/usr/bin/env bash
 # Installs what `make demo` and `make test` need on a fresh Debian machine,
 # and does nothing that is already done. Go itself (1.26 or newer) comes with
-# the machine; everything else is installed here.
+# the machine; everything else is installed here. Run as root (or with sudo).
+#
+# Sandboxes: docker.io (the docker backend; dockerd is started here when no
+# engine answers), bubblewrap (the bwrap backend, whose root is the host's:
+# so the host also needs what tasks run, python3, python3-pytest, git, tmux,
+# make), and debootstrap (`nextstate image build` makes the base image from
+# Debian packages, with no image registry).
+#
+# dockerd: when `docker info` fails, dockerd is started in the background,
+# logging to $DOCKERD_LOG (default /var/log/nextstate-dockerd.log), and this
+# script waits until it answers (at most $DOCKERD_WAIT seconds, default 60).
+# If it does not come up with its defaults (bridge network with iptables,
+# overlay2), it is started again with --iptables=false --ip-masq=false, which
+# sandboxes do not need (they run with --network none unless a task asks for
+# network). NEXTSTATE_NO_DOCKERD=1 skips all of this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,17 +30,59 @@ if [ "$(printf '%s\n%s\n' "$need_go" "$have" | sort -V | head -n1)" != "$need_go
   exit 1
 fi
 
-# apt packages: gcc for the race detector. Later env kinds add theirs here.
-pkgs=(gcc)
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+
+# apt packages: gcc for the race detector; the sandboxes' tools (above).
+pkgs=(gcc make git tmux bubblewrap docker.io debootstrap python3 python3-pytest procps tar)
 missing=()
 for p in "${pkgs[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
   echo "deps: installing ${missing[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  # Another apt may be running on a shared machine: wait for its lock.
+  $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 go mod download
+
+# --- dockerd -----------------------------------------------------------------
+engine_up() { timeout 10 docker info >/dev/null 2>&1; }
+
+start_dockerd() { # args: extra dockerd flags
+  local log=${DOCKERD_LOG:-/var/log/nextstate-dockerd.log} wait=${DOCKERD_WAIT:-60} pid
+  echo "deps: starting dockerd $* (log: $log)"
+  # A dockerd killed earlier leaves a pid file naming a dead process, which
+  # dockerd itself handles; a live one would be an engine that answers.
+  $SUDO setsid dockerd "$@" >>"$log" 2>&1 < /dev/null &
+  pid=$!
+  for _ in $(seq 1 "$wait"); do
+    if engine_up; then
+      echo "deps: dockerd is up (pid $pid)"
+      return 0
+    fi
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "deps: dockerd exited; last lines of $log:" >&2
+      tail -n 15 "$log" >&2
+      return 1
+    fi
+    sleep 1
+  done
+  echo "deps: dockerd did not answer within ${wait}s; stopping it" >&2
+  tail -n 15 "$log" >&2
+  $SUDO kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+  return 1
+}
+
+if [ "${NEXTSTATE_NO_DOCKERD:-}" != 1 ] && ! engine_up; then
+  if [ -n "${DOCKER_HOST:-}" ] && [ "${DOCKER_HOST#unix://}" = "$DOCKER_HOST" ]; then
+    echo "deps: DOCKER_HOST=$DOCKER_HOST does not answer and is not a local socket" >&2
+    exit 1
+  fi
+  start_dockerd || start_dockerd --iptables=false --ip-masq=false || {
+    echo "deps: could not start dockerd" >&2
+    exit 1
+  }
+fi

@@ -27,7 +27,7 @@ import (
 
 func newBench() *cobra.Command {
 	c := &cobra.Command{Use: "bench", Short: "Measure nextstate"}
-	c.AddCommand(newBenchWS())
+	c.AddCommand(newBenchWS(), newBenchModel(), newBenchSandbox())
 	return c
 }
 

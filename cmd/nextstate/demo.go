@@ -19,7 +19,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nextstate-rl/nextstate/client"
+	"github.com/nextstate-rl/nextstate/envs/terminal"
 	"github.com/nextstate-rl/nextstate/gym"
+	"github.com/nextstate-rl/nextstate/sandbox"
 	"github.com/nextstate-rl/nextstate/server"
 	"github.com/nextstate-rl/nextstate/server/store"
 	"github.com/nextstate-rl/nextstate/server/wire"
@@ -36,8 +38,50 @@ type scriptedPolicy interface {
 }
 
 var scripted = map[string]func() scriptedPolicy{
-	"guess-v1": func() scriptedPolicy { return &bisect{} },
-	"echo-v1":  func() scriptedPolicy { return &chatter{} },
+	"guess-v1":    func() scriptedPolicy { return &bisect{} },
+	"echo-v1":     func() scriptedPolicy { return &chatter{} },
+	"terminal-v1": func() scriptedPolicy { return &oracle{} },
+}
+
+// A scripted policy may also say whether its kind can run here; a kind
+// that cannot is reported as skipped, with the reason.
+type availability interface {
+	available(ctx context.Context) error
+}
+
+// oracle plays a terminal-v1 task by running its oracle solution through
+// the env's tools (terminal.OracleActions), then submits.
+type oracle struct {
+	actions []gym.Action
+	n       int
+}
+
+func (o *oracle) start(res gym.ResetResult) {
+	o.actions, o.n = nil, 0
+	spec, _ := gym.Lookup(terminal.KindName)
+	for i := range spec.Tasks {
+		if spec.Tasks[i].ID == res.Task {
+			o.actions, _ = terminal.OracleActions(&spec.Tasks[i])
+		}
+	}
+}
+
+func (o *oracle) act(*gym.StepResult) gym.Action {
+	if o.n >= len(o.actions) {
+		return gym.Action{Parts: []gym.Part{{Type: gym.PartToolCall, ToolCall: &gym.ToolCall{
+			ID: "submit", Type: "function", Function: gym.FunctionCall{Name: terminal.ToolSubmit, Arguments: "{}"}}}}}
+	}
+	o.n++
+	return o.actions[o.n-1]
+}
+
+// available opens the default sandbox backend the demo server uses.
+func (o *oracle) available(ctx context.Context) error {
+	b, err := sandbox.Open(ctx, "bwrap", sandbox.Options{})
+	if err != nil {
+		return err
+	}
+	return b.Close(ctx)
 }
 
 // bisect plays guess-v1 by binary search on the "higher"/"lower" next states.
@@ -192,11 +236,23 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 		return err
 	}
 	skipped := map[string]bool{}
+	unavailable := map[string]error{}
 	for _, t := range tasks {
 		mk, ok := scripted[t.Env]
 		if !ok {
 			skipped[t.Env] = true
 			continue
+		}
+		if a, ok := mk().(availability); ok {
+			err, seen := unavailable[t.Env]
+			if !seen {
+				err = a.available(ctx)
+				unavailable[t.Env] = err
+			}
+			if err != nil {
+				skipped[t.Env+" ("+err.Error()+")"] = true
+				continue
+			}
 		}
 		row := DemoRow{Task: t.ID, Env: t.Env}
 		var ret, steps float64

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	_ "github.com/nextstate-rl/nextstate/envs/terminal"
 	_ "github.com/nextstate-rl/nextstate/gym/testenvs"
 	"github.com/nextstate-rl/nextstate/server"
 )
@@ -29,7 +30,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServe(), newEnvs(), newTasks(), newExport(), newBench(), newDemo(), newVersion())
+	root.AddCommand(newServe(), newServeModel(), newEnvs(), newTasks(), newExport(), newBench(), newDemo(), newImage(), newVersion())
 	return root
 }
 

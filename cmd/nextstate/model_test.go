@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nextstate-rl/nextstate/trainer"
+	"github.com/nextstate-rl/nextstate/trainer/cpu"
+	"github.com/nextstate-rl/nextstate/trainer/safetensors"
+)
+
+func TestBenchModel(t *testing.T) {
+	out, err := run(t, "bench", "model", "--json", "--torch=false", "--hidden", "64", "--layers", "1", "--intermediate", "96",
+		"--vocab", "300", "--head-dim", "16", "--prefill", "16", "--prompt", "4", "--decode", "3", "--repeat", "1")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var rep BenchModelReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if rep.PrefillTPS <= 0 || rep.DecodeTPS["1"] <= 0 || rep.DecodeTPS["8"] <= 0 || rep.Params == 0 {
+		t.Fatalf("%+v", rep)
+	}
+}
+
+// writeTinyModel writes a random Qwen3 folder with a byte-level tokenizer.json.
+func writeTinyModel(t *testing.T) string {
+	dir := t.TempDir()
+	vocab := map[string]int{}
+	n := 0
+	for b := range 256 {
+		r := rune(b)
+		if !(b >= '!' && b <= '~' || b >= 0xA1 && b <= 0xAC || b >= 0xAE) {
+			r = rune(256 + n)
+			n++
+		}
+		vocab[string(r)] = b
+	}
+	added := []map[string]any{}
+	for i, a := range []string{"<|endoftext|>", "<|im_start|>", "<|im_end|>"} {
+		added = append(added, map[string]any{"id": 256 + i, "content": a, "special": true})
+	}
+	js, _ := json.Marshal(map[string]any{"added_tokens": added, "model": map[string]any{"type": "BPE", "vocab": vocab, "merges": []string{}}})
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), js, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := trainer.New(trainer.Config{ModelType: "qwen3", VocabSize: 260, HiddenSize: 32, IntermediateSize: 64, NumHiddenLayers: 1,
+		NumAttentionHeads: 2, NumKeyValueHeads: 1, HeadDim: 16, MaxPositionEmbeddings: 2048, RMSNormEps: 1e-6, RopeTheta: 1e6,
+		TieWordEmbeddings: true, HiddenAct: "silu", EOSTokenID: float64(258)}, cpu.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.InitRandom(1, 0.5)
+	if err := m.Save(dir, safetensors.BF16, 0); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestServeModel(t *testing.T) {
+	dir := writeTinyModel(t)
+	ready := filepath.Join(t.TempDir(), "ready")
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() {
+		errc <- runServeModel(ctx, serveModelFlags{model: dir, addr: "127.0.0.1:0", name: "tiny", readyFile: ready, maxBatch: 4, maxQueue: 8, drain: 5 * time.Second})
+	}()
+	var addr string
+	deadline := time.Now().Add(20 * time.Second)
+	for addr == "" {
+		b, err := os.ReadFile(ready)
+		if err == nil {
+			addr = strings.TrimSpace(string(b))
+			break
+		}
+		select {
+		case err := <-errc:
+			t.Fatalf("serve-model exited: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("serve-model not ready")
+		}
+	}
+	body := `{"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_tokens":5,"seed":7,"logprobs":true}`
+	resp, err := http.Post("http://"+addr+"/v1/chat/completions", "application/json", bytes.NewReader([]byte(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Choices []struct {
+			FinishReason string `json:"finish_reason"`
+			Logprobs     struct{ Content []any }
+		}
+		Usage struct {
+			CompletionTokens int `json:"completion_tokens"`
+		}
+	}
+	json.NewDecoder(resp.Body).Decode(&r)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(r.Choices) != 1 || r.Usage.CompletionTokens == 0 || len(r.Choices[0].Logprobs.Content) != r.Usage.CompletionTokens {
+		t.Fatalf("status %d: %+v", resp.StatusCode, r)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if _, err := run(t, "serve-model"); err == nil {
+		t.Fatal("serve-model without --model ran")
+	}
+}

@@ -1,0 +1,132 @@
+// Package terminal is the terminal-v1 env kind: shell tasks in a sandbox,
+// in the Terminal-Bench task format, judged by the task's hidden pytest
+// tests. Import it for its side effect (cmd/nextstate does); it registers
+// the kind with gym and the "terminal-bench" task format with
+// gym.RegisterTaskFormat, so `nextstate serve --tasks DIR` and `nextstate
+// tasks list DIR` read Terminal-Bench task folders.
+//
+// # Configuration
+//
+// Kind implements gym.Configurer. Configure reads the manager's settings:
+// "sandbox" ("bwrap", the default, or "docker": the backend package must
+// be compiled in, as cmd/nextstate does with blank imports),
+// "docker.hosts" (comma-separated engine addresses), "base_image" (the
+// image that replaces a FROM image missing from the engine; default
+// nextstate/base), "terminal.pool" (warm sandboxes kept per sandbox spec,
+// default 2, 0 for none), "sandbox.dir" and "sandbox.owner" (passed to the
+// backend). It opens one backend and one warm pool (sandbox/pool) that
+// every env of the kind shares; the last Shutdown closes them.
+//
+// # Actions
+//
+// Tool calls in the OpenAI function shape (gym.PartToolCall), several per
+// step (parallel calls), each answered by a tool_result part, in order:
+//
+//	shell_exec {command: string, timeout?: number}  run in the persistent bash; output, exit code
+//	shell_send_keys {keys: [string], wait?: number} type into the terminal (tmux keys); the screen
+//	shell_view {}                                   the terminal's screen
+//	write_file {path: string, content: string}      write a file (relative to the workdir)
+//	submit {}                                       end the episode: the tests judge it
+//
+// OpenAITools returns the schemas in the OpenAI "tools" shape; the reset
+// info carries them under "tools", so any chat model can be given them.
+// A call the schema does not fit (an unknown tool, arguments that are not
+// a JSON object, a missing or mistyped parameter) is the agent's mistake:
+// it is answered with a tool_result whose is_error is set and whose
+// content says what the tool expects; the other calls of the step run.
+// Calls after submit in the same step are not run.
+//
+// A plain text part is a shell_exec command, for simple agents. With the
+// reset option {"text_action": "final"}, an action of text parts only ends
+// the episode instead (a chat model's final answer); text next to tool
+// calls is always the model's words and is not run.
+//
+// shell_exec runs in a persistent `bash --norc` (sandbox.NewShell): cd and
+// exported variables persist; stdin is /dev/null. Its output (stdout and
+// stderr together) is cut at 64 KiB with sandbox.TruncationMarker; the
+// answer ends with "[exit code N]". A command still running at its
+// timeout (default 60 s, at most 10 min, and never past the step's
+// deadline) is interrupted, and that is its observation ("[timed out after
+// ...]"), not an error. The terminal of shell_send_keys and shell_view is a
+// tmux session with its own shell, for interactive programs; a cd in
+// shell_exec does not move it.
+//
+// # Observations
+//
+// At reset, the task's instruction (a text part); info "tools", "workdir"
+// and "sandbox". After a step, one part per call. Per-call details that
+// are not deterministic (elapsed_ms) or not for the model (exit_code,
+// timed_out, truncated, error) are in the step info under "calls".
+//
+// # The Terminal-Bench task format
+//
+// A task folder holds task.yaml, Dockerfile, run-tests.sh, tests/ and
+// solution.sh or solution.yaml (see LoadTask). task.yaml maps so:
+//
+//	instruction (or descriptions[key=base])  Task.Instruction
+//	max_agent_timeout_sec (default 360)      Limits.EpisodeTimeout = agent + test timeout + 1 min
+//	max_test_timeout_sec (default 60)        the test run's timeout (Verifier "test_timeout");
+//	                                         Limits.StepTimeout = max(10 min, test timeout + 1 min)
+//	parser_name                              pytest (the only parser; others are refused)
+//	difficulty, category, tags               Data
+//	every other field                        Data "task_yaml", kept as read
+//
+// The task's id is the folder's name, its env terminal-v1, its Dir the
+// folder; Data holds the Dockerfile's WORKDIR and FROM; Verifier lists the
+// test files (never sent to agents). A task.yaml with an "env" field is a
+// gym task file, not Terminal-Bench's. SmokeTasks are this package's own
+// suite (tasks/), built in and embedded: their Data names them ("builtin")
+// since they have no Dir.
+//
+// # Sandboxes
+//
+// With docker, a task's image is built from its Dockerfile
+// (sandbox/image.BuildTask, on every engine of the backend; a FROM image
+// missing from an engine is replaced by the base image). With bwrap, the
+// root is the host's, read-only, and the Dockerfile's WORKDIR, ENV, COPY
+// and RUN steps are applied to the sandbox (see Dockerfile for exactly
+// what holds). Either way, COPY of the task folder itself leaves out
+// tests/, run-tests.sh, the solution, task.yaml and the Dockerfile (with
+// bwrap; the docker builder takes its context as it is).
+//
+// Reset brings the sandbox to the task's initial state: for the same task
+// again, a Restore of the snapshot taken after the first build when the
+// sandbox is a sandbox.Snapshotter; otherwise a sandbox from the warm
+// pool, set up anew. The persistent shell is started afresh each episode.
+//
+// # The outcome reward
+//
+// An episode terminates at submit (or a final text message); the step
+// limit and deadlines truncate it (gym.Session). Env implements
+// gym.Verifier: Verify closes the agent's shell and terminal (their
+// processes die; a daemon the agent detached with setsid survives, as the
+// task may need it), copies run-tests.sh and tests/ from the task folder,
+// which the agent never saw, into a fresh directory (/tests where the root
+// is writable, else a new /tmp/nextstate-tests.*), runs run-tests.sh there
+// with TEST_DIR set, through a clean Exec (not the agent's shell), under
+// the task's test timeout, and parses pytest's -rA summary from the run's
+// stdout (ParsePytest). The reward is passed/total (xfail counts as passed,
+// xpass and errors as failed, skips not at all); the verifier info, kept in
+// the record and not sent to the agent, holds every test's status. Nothing
+// written in the sandbox is read back: a fake report, a fake runner or a
+// fake pytest the agent leaves does not change the verdict.
+//
+// # Whose fault
+//
+// A sandbox that died (sandbox.ErrGone, or one the backend reports
+// invalid) is a gym.InfraFault "sandbox_died": the step is truncated, the
+// session closes, the server carries on. A task that does not build is an
+// InfraFault "task_build". A command that timed out is the agent's
+// observation. A test run that prints no result scores 0 (the agent may
+// have broken the environment); a verifier that cannot run is an
+// infrastructure failure and the episode's outcome is unknown.
+//
+// # Validation
+//
+// OracleActions plays a task's solution through the tools; a Validator
+// checks that doing nothing fails and the oracle passes (`nextstate tasks
+// validate`).
+//
+// Env is used by one goroutine at a time (its gym.Session's). Kind is safe
+// for concurrent use.
+package terminal

@@ -1,0 +1,454 @@
+package terminal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/nextstate-rl/nextstate/gym"
+	"github.com/nextstate-rl/nextstate/sandbox"
+	"github.com/nextstate-rl/nextstate/sandbox/pool"
+)
+
+// Env is one terminal-v1 environment: a sandbox, the persistent shell in
+// it, and the task whose tests judge the episode.
+type Env struct {
+	kind        *Kind
+	backend     sandbox.Backend
+	pool        *pool.Pool // nil: create sandboxes directly
+	backendName string
+	baseImage   string
+
+	// The current task.
+	task    *gym.Task
+	files   fs.FS // the task's folder, nil for a task without files
+	tests   *VerifierData
+	workdir string
+
+	sb    sandbox.Sandbox
+	snap  sandbox.Snapshot // the task's initial state, when sb can snapshot
+	built string           // the key of what sb was built for
+	shell sandbox.Shell
+
+	textFinal bool // a text-only action ends the episode
+}
+
+// Reset implements gym.Env. It brings the sandbox to the task's initial
+// state: a Restore of the snapshot taken after the first build when the
+// sandbox is a sandbox.Snapshotter and the task is the same, else a new
+// sandbox. The observation is the task's instruction; info "tools" holds
+// the tool schemas in the OpenAI tools shape.
+//
+// Options: "text_action": "shell" (default: a text part is a command) or
+// "final" (a text-only action ends the episode, as a chat model's final
+// answer does).
+func (e *Env) Reset(ctx context.Context, task *gym.Task, _ int64, opts gym.Options) (gym.Observation, gym.Info, error) {
+	e.textFinal = false
+	if v, ok := opts["text_action"]; ok {
+		switch v {
+		case "final":
+			e.textFinal = true
+		case "shell", "":
+		default:
+			return gym.Observation{}, nil, gym.AgentFault("bad_option",
+				fmt.Errorf(`terminal-v1: reset option "text_action" is %v; want "shell" or "final"`, v))
+		}
+	}
+	files, err := taskFS(task)
+	if err != nil {
+		return gym.Observation{}, nil, gym.InfraFault("bad_task", err)
+	}
+	var df *Dockerfile
+	if files != nil {
+		if b, err := fs.ReadFile(files, "Dockerfile"); err == nil {
+			if df, err = ParseDockerfile(b); err != nil {
+				return gym.Observation{}, nil, gym.InfraFault("bad_task", fmt.Errorf("task %s: %w", task.ID, err))
+			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return gym.Observation{}, nil, gym.InfraFault("bad_task", err)
+		}
+	}
+	tests, err := testsOf(task, files)
+	if err != nil {
+		return gym.Observation{}, nil, gym.InfraFault("bad_task", fmt.Errorf("task %s: %w", task.ID, err))
+	}
+	var data TaskData
+	if len(task.Data) > 0 {
+		if err := json.Unmarshal(task.Data, &data); err != nil {
+			return gym.Observation{}, nil, gym.InfraFault("bad_task", fmt.Errorf("task %s: terminal-v1 data: %w", task.ID, err))
+		}
+	}
+	// The old shell dies with the restore (or the sandbox) below; its
+	// object is released after, so the restore does not wait on the
+	// shell's processes being reaped.
+	old := e.shell
+	e.shell = nil
+	defer func() {
+		if old != nil {
+			old.Close()
+		}
+	}()
+	key := buildKey(task)
+	if e.sb != nil && e.built == key && e.snap != nil {
+		if err := e.sb.(sandbox.Snapshotter).Restore(ctx, e.snap); err != nil {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return gym.Observation{}, nil, err
+			}
+			e.dropSandbox(ctx) // build anew below
+		}
+	} else {
+		e.dropSandbox(ctx)
+	}
+	e.task, e.files, e.tests = task, files, tests
+	if e.sb == nil {
+		if err := e.build(ctx, task, files, df, data); err != nil {
+			e.dropSandbox(ctx)
+			return gym.Observation{}, nil, err
+		}
+		e.built = key
+	}
+	sh, err := sandbox.NewShell(ctx, e.sb)
+	if err != nil {
+		e.dropSandbox(ctx)
+		return gym.Observation{}, nil, sandboxFault(err)
+	}
+	e.shell = sh
+	instr := task.Instruction
+	if instr == "" {
+		instr = "You are in a shell. There is no task: explore, then call submit."
+	}
+	info := gym.Info{
+		"tools":   OpenAITools(),
+		"workdir": e.workdir,
+		"sandbox": e.backendName,
+	}
+	return gym.TextObservation(instr), info, nil
+}
+
+// buildKey says which task a built sandbox is for.
+func buildKey(t *gym.Task) string {
+	return t.ID + "\x00" + t.Dir + "\x00" + string(t.Data)
+}
+
+// build creates the task's sandbox and brings it to the initial state,
+// then snapshots it when it can.
+func (e *Env) build(ctx context.Context, task *gym.Task, files fs.FS, df *Dockerfile, data TaskData) error {
+	// No per-task label: tasks with the same workdir and environment
+	// share warm sandboxes.
+	spec := sandbox.Spec{Network: data.Network}
+	if df != nil {
+		spec.Workdir = df.Workdir
+		spec.Env = df.Env
+	}
+	var setup []DockerStep
+	switch {
+	case e.backendName == "docker" && df != nil:
+		img, err := e.kind.image(ctx, e.backend, task, files, e.baseImage)
+		if err != nil {
+			return gym.InfraFault("task_build", fmt.Errorf("task %s: building its image: %w", task.ID, err))
+		}
+		spec.Image = img
+	case e.backendName == "docker":
+		spec.Image = e.baseImage
+	case df != nil:
+		setup = df.Steps
+	}
+	var sb sandbox.Sandbox
+	var err error
+	if e.pool != nil {
+		sb, err = e.pool.Acquire(ctx, spec)
+	} else {
+		sb, err = e.backend.Create(ctx, spec)
+	}
+	if err != nil {
+		return sandboxFault(fmt.Errorf("creating the sandbox: %w", err))
+	}
+	e.sb = sb
+	e.workdir = spec.Workdir
+	if e.workdir == "" {
+		e.workdir = pwd(ctx, sb)
+	}
+	if err := applySetup(ctx, sb, files, setup); err != nil {
+		if errors.Is(err, sandbox.ErrGone) || errors.Is(err, context.DeadlineExceeded) {
+			return sandboxFault(err)
+		}
+		return gym.InfraFault("task_build", fmt.Errorf("task %s: %w", task.ID, err))
+	}
+	if sn, ok := sb.(sandbox.Snapshotter); ok {
+		snap, err := sn.Snapshot(ctx)
+		switch {
+		case err == nil:
+			e.snap = snap
+		case errors.Is(err, sandbox.ErrNoSnapshot):
+		default:
+			return sandboxFault(fmt.Errorf("snapshotting the task's initial state: %w", err))
+		}
+	}
+	return nil
+}
+
+// pwd asks a sandbox for its working directory.
+func pwd(ctx context.Context, sb sandbox.Sandbox) string {
+	r, err := sb.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"pwd"}, Timeout: 30 * time.Second})
+	if err != nil || r.ExitCode != 0 {
+		return ""
+	}
+	return strings.TrimSpace(string(r.Stdout))
+}
+
+// Step implements gym.Env: each tool call (or text command) runs in order
+// and is answered by one part, a tool_result for a tool call and a text
+// part for a text command. submit, or a final text with text_action
+// "final", terminates the episode; calls after it are not run.
+func (e *Env) Step(ctx context.Context, a gym.Action) (gym.Transition, error) {
+	if e.sb == nil || e.shell == nil {
+		return gym.Transition{}, gym.InfraFault("no_sandbox", errors.New("terminal-v1: step before a successful reset"))
+	}
+	calls := parseAction(a, e.textFinal)
+	var tr gym.Transition
+	tr.Observation.Parts = []gym.Part{}
+	infos := make([]gym.Info, 0, len(calls))
+	for _, c := range calls {
+		var content string
+		info := gym.Info{"tool": c.Name}
+		isErr := false
+		switch {
+		case tr.Terminated:
+			content, isErr = "not run: submit ended the episode", true
+		case c.Err != "":
+			content, isErr = c.Err, true
+			info["error"] = "bad_call"
+		default:
+			out, err := e.run(ctx, c, info)
+			if err != nil {
+				return gym.Transition{}, err
+			}
+			content = out
+			if c.Name == ToolSubmit {
+				tr.Terminated = true
+			}
+		}
+		infos = append(infos, info)
+		if c.Text {
+			tr.Observation.Parts = append(tr.Observation.Parts, gym.TextPart(content))
+			continue
+		}
+		tr.Observation.Parts = append(tr.Observation.Parts, gym.Part{Type: gym.PartToolResult, ToolResult: &gym.ToolResult{
+			CallID: c.ID, Name: c.Name, Content: content, IsError: isErr,
+		}})
+	}
+	if len(calls) == 0 {
+		tr.Observation.Parts = append(tr.Observation.Parts, gym.TextPart(
+			"nothing to do: the action has no tool call or command (tools: "+toolNames()+")"))
+	}
+	tr.Info = gym.Info{"calls": infos}
+	return tr, nil
+}
+
+// run runs one valid call. Errors are the sandbox's (or ctx's); the
+// agent's mistakes are in the returned text.
+func (e *Env) run(ctx context.Context, c call, info gym.Info) (string, error) {
+	start := time.Now()
+	defer func() { info["elapsed_ms"] = time.Since(start).Milliseconds() }()
+	switch c.Name {
+	case ToolExec:
+		timeout := c.Timeout
+		// Leave the step's deadline room, so a slow command is its
+		// observation ("timed out"), not a failed step.
+		if dl, ok := ctx.Deadline(); ok {
+			if left := time.Until(dl) - 3*sandbox.InterruptGrace - time.Second; left < timeout {
+				timeout = max(left, 100*time.Millisecond)
+			}
+		}
+		r, err := e.shell.Run(ctx, c.Command, timeout)
+		if err != nil {
+			return "", e.fault(err)
+		}
+		info["exit_code"] = r.ExitCode
+		if r.TimedOut {
+			info["timed_out"] = true
+		}
+		if r.Truncated {
+			info["truncated"] = true
+		}
+		return formatExec(r, timeout), nil
+	case ToolSendKeys:
+		if err := e.shell.SendKeys(ctx, c.Keys...); err != nil {
+			return "", e.fault(err)
+		}
+		scr, err := e.settle(ctx, c.Wait)
+		if err != nil {
+			return "", e.fault(err)
+		}
+		return scr, nil
+	case ToolView:
+		scr, err := e.shell.Screen(ctx)
+		if err != nil {
+			return "", e.fault(err)
+		}
+		return trimScreen(scr), nil
+	case ToolWrite:
+		p := c.Path
+		if !path.IsAbs(p) {
+			p = path.Join(e.workdir, p)
+		}
+		if err := writeFile(ctx, e.sb, p, []byte(c.Content)); err != nil {
+			if errors.Is(err, errWrite) {
+				return err.Error(), nil
+			}
+			return "", e.fault(err)
+		}
+		return fmt.Sprintf("wrote %d bytes to %s", len(c.Content), p), nil
+	case ToolSubmit:
+		return "submitted: the task's tests will decide the outcome", nil
+	}
+	return "", fmt.Errorf("terminal-v1: no handler for tool %q", c.Name)
+}
+
+// formatExec renders a command's result: its output, then a line with the
+// exit code, and a note when it timed out.
+func formatExec(r sandbox.ExecResult, timeout time.Duration) string {
+	var b strings.Builder
+	b.Write(r.Stdout)
+	if len(r.Stderr) > 0 {
+		b.Write(r.Stderr)
+	}
+	if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+		b.WriteByte('\n')
+	}
+	if r.TimedOut {
+		fmt.Fprintf(&b, "[timed out after %s: the command was interrupted]\n", timeout.Round(time.Millisecond))
+	}
+	fmt.Fprintf(&b, "[exit code %d]", r.ExitCode)
+	return b.String()
+}
+
+// settle waits for the screen to stop changing (or wait, when the agent
+// said how long) and returns it.
+func (e *Env) settle(ctx context.Context, wait time.Duration) (string, error) {
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return "", ctx.Err()
+		case <-t.C:
+		}
+		scr, err := e.shell.Screen(ctx)
+		return trimScreen(scr), err
+	}
+	const quiet, most = 150 * time.Millisecond, 3 * time.Second
+	deadline := time.Now().Add(most)
+	prev, err := e.shell.Screen(ctx)
+	if err != nil {
+		return "", err
+	}
+	still := time.Now()
+	tick := time.NewTicker(30 * time.Millisecond)
+	defer tick.Stop()
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-tick.C:
+		}
+		scr, err := e.shell.Screen(ctx)
+		if err != nil {
+			return "", err
+		}
+		if scr != prev {
+			prev, still = scr, time.Now()
+			continue
+		}
+		if time.Since(still) >= quiet {
+			break
+		}
+	}
+	return trimScreen(prev), nil
+}
+
+// trimScreen drops trailing blank lines and spaces of a captured screen.
+func trimScreen(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.TrimRight(strings.Join(lines, "\n"), "\n")
+}
+
+// fault labels an error of the env's sandbox: one the backend did not
+// recognise as sandbox.ErrGone is one still when the sandbox says it is no
+// longer valid (it died while the call was under way).
+func (e *Env) fault(err error) error {
+	if !errors.Is(err, sandbox.ErrGone) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		if v, ok := e.sb.(sandbox.Validator); ok && !v.IsValid() {
+			err = fmt.Errorf("%w (%w)", sandbox.ErrGone, err)
+		}
+	}
+	return sandboxFault(err)
+}
+
+// sandboxFault labels a sandbox error: a sandbox that died is the
+// infrastructure's fault; a deadline or cancellation passes through as it
+// is, for the session to label.
+func sandboxFault(err error) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return err
+	case errors.Is(err, sandbox.ErrGone):
+		return gym.InfraFault("sandbox_died", err)
+	case errors.Is(err, sandbox.ErrClosed):
+		return gym.InfraFault("sandbox_closed", err)
+	}
+	var fe *gym.FaultError
+	if errors.As(err, &fe) {
+		return err
+	}
+	return gym.InfraFault("sandbox", err)
+}
+
+func (e *Env) closeShell() {
+	if e.shell != nil {
+		e.shell.Close()
+		e.shell = nil
+	}
+}
+
+// dropSandbox closes the sandbox and releases its snapshot. The sandbox
+// goes first: it ends every process, the shell's too.
+func (e *Env) dropSandbox(ctx context.Context) {
+	defer e.closeShell()
+	ctx = context.WithoutCancel(ctx)
+	if e.snap != nil {
+		e.snap.Release(ctx)
+		e.snap = nil
+	}
+	if e.sb != nil {
+		e.sb.Close(ctx)
+		e.sb = nil
+	}
+	e.built = ""
+}
+
+// Close implements gym.Env. The sandbox goes first: it ends every
+// process, the shell's too.
+func (e *Env) Close(ctx context.Context) error {
+	defer e.closeShell()
+	var err error
+	if e.snap != nil {
+		err = e.snap.Release(ctx)
+		e.snap = nil
+	}
+	if e.sb != nil {
+		if cerr := e.sb.Close(ctx); cerr != nil && err == nil {
+			err = cerr
+		}
+		e.sb = nil
+	}
+	return err
+}

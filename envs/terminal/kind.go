@@ -1,0 +1,169 @@
+package terminal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nextstate-rl/nextstate/gym"
+	"github.com/nextstate-rl/nextstate/sandbox"
+	"github.com/nextstate-rl/nextstate/sandbox/pool"
+)
+
+// KindName is the kind this package registers.
+const KindName = "terminal-v1"
+
+// DefaultMaxSteps bounds an episode of a task that sets no step limit.
+const DefaultMaxSteps = 200
+
+// Settings keys Configure reads (gym.Settings; `nextstate serve --sandbox`,
+// `--docker-host`, `--base-image`, `--set`).
+const (
+	SettingSandbox    = "sandbox"      // "bwrap" (default) or "docker"
+	SettingDocker     = "docker.hosts" // comma-separated engine addresses
+	SettingBaseImage  = "base_image"   // replaces a FROM image that is not present
+	SettingOwner      = "sandbox.owner"
+	SettingSandboxDir = "sandbox.dir"   // where bwrap keeps its workspaces
+	SettingPool       = "terminal.pool" // warm sandboxes kept per sandbox spec; 0 turns the pool off
+)
+
+// DefaultPoolSize is the warm pool's size per sandbox spec.
+const DefaultPoolSize = 2
+
+// DefaultBaseImage is the image a missing FROM image is replaced with.
+const DefaultBaseImage = "nextstate/base"
+
+func init() {
+	gym.Register(&Kind{})
+}
+
+// Kind is terminal-v1. It implements gym.Configurer: Configure opens the
+// sandbox backend that every env of the kind shares, Shutdown closes it.
+type Kind struct {
+	mu      sync.Mutex
+	backend sandbox.Backend
+	pool    *pool.Pool // nil: no warm pool
+	name    string     // the backend's name
+	base    string     // the base image
+	// configured counts Configure calls not yet shut down: one Kind serves
+	// every Manager of the process (tests start several).
+	configured int
+	// images caches built task images by task directory and Dockerfile.
+	images sync.Map
+}
+
+// Spec implements gym.Kind.
+func (k *Kind) Spec() gym.Spec {
+	return gym.Spec{
+		Name:        KindName,
+		Description: description,
+		ActionSchema: gym.PartsSchema(1, MaxCallsPerStep,
+			gym.PartToolCall, gym.PartText),
+		ObservationSchema: gym.PartsSchema(0, MaxCallsPerStep, gym.PartText, gym.PartToolResult),
+		Limits: gym.Limits{MaxSteps: DefaultMaxSteps, StepTimeout: gym.Duration(minStepTimeout),
+			EpisodeTimeout: gym.Duration(DefaultAgentTimeout + DefaultTestTimeout + time.Minute)},
+		Tasks: SmokeTasks(),
+	}
+}
+
+// MaxCallsPerStep bounds the parts of one action (parallel tool calls).
+const MaxCallsPerStep = 32
+
+const description = `Shell tasks in a sandbox (bubblewrap or Docker), in the Terminal-Bench task format. ` +
+	`Act with tool calls in the OpenAI function shape (parallel calls allowed, each answered by a tool_result in order): ` +
+	`shell_exec {command, timeout?} runs a command in a persistent bash (cd and exports persist) and returns its output and exit code; ` +
+	`shell_send_keys {keys, wait?} types keys (literal text or tmux key names such as Enter, C-c) into the terminal and returns its screen; ` +
+	`shell_view {} returns the screen; write_file {path, content} writes a file; submit {} ends the episode. ` +
+	`A plain text part is run as a shell_exec command (with reset option {"text_action":"final"} a text-only action ends the episode instead). ` +
+	`The reset info's "tools" holds the tool schemas in the OpenAI tools shape. ` +
+	`When the episode ends, the task's hidden tests run and the reward is the fraction that pass.`
+
+// Configure implements gym.Configurer: it opens the sandbox backend named
+// by Settings["sandbox"] ("bwrap" by default; register backends by
+// importing their packages), with Settings["docker.hosts"] (comma
+// separated) and Settings["base_image"], and a warm pool over it. The
+// process has one Kind: a second Manager's Configure shares what the first
+// opened (its settings must name the same backend; the first's other
+// settings hold), and the last Shutdown closes it.
+func (k *Kind) Configure(ctx context.Context, s gym.Settings) error {
+	name := s[SettingSandbox]
+	if name == "" {
+		name = "bwrap"
+	}
+	base := s[SettingBaseImage]
+	if base == "" {
+		base = DefaultBaseImage
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.backend != nil {
+		if k.name != name {
+			return fmt.Errorf("terminal-v1 is already configured with the %s sandbox, not %s", k.name, name)
+		}
+		k.configured++
+		return nil
+	}
+	var hosts []string
+	for _, h := range strings.Split(s[SettingDocker], ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	size := DefaultPoolSize
+	if v, ok := s[SettingPool]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("setting %s=%q: want a number of sandboxes (0 turns the pool off)", SettingPool, v)
+		}
+		size = n
+	}
+	// An empty owner takes the backend's default (docker's is stable, so
+	// it reaps what a crashed earlier run left).
+	b, err := sandbox.Open(ctx, name, sandbox.Options{Owner: s[SettingOwner], Hosts: hosts, Dir: s[SettingSandboxDir]})
+	if err != nil {
+		return fmt.Errorf("opening the %s sandbox: %w", name, err)
+	}
+	k.backend, k.name, k.base = b, name, base
+	k.pool = nil
+	if size > 0 {
+		k.pool = pool.New(b, pool.Options{Size: size})
+	}
+	k.configured = 1
+	return nil
+}
+
+// Shutdown implements gym.Configurer: the last Shutdown closes the backend.
+func (k *Kind) Shutdown(ctx context.Context) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.configured == 0 {
+		return nil
+	}
+	k.configured--
+	if k.configured > 0 {
+		return nil
+	}
+	b, p := k.backend, k.pool
+	k.backend, k.pool = nil, nil
+	k.images.Clear()
+	var perr error
+	if p != nil {
+		perr = p.Close(ctx)
+	}
+	return errors.Join(perr, b.Close(ctx))
+}
+
+// New implements gym.Kind.
+func (k *Kind) New(ctx context.Context) (gym.Env, error) {
+	k.mu.Lock()
+	b, p, name, base := k.backend, k.pool, k.name, k.base
+	k.mu.Unlock()
+	if b == nil {
+		return nil, gym.InfraFault("configure", errors.New("terminal-v1 has no sandbox backend: the manager did not configure it"))
+	}
+	return &Env{kind: k, backend: b, pool: p, backendName: name, baseImage: base}, nil
+}

@@ -1,0 +1,53 @@
+package terminal_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nextstate-rl/nextstate/envs/terminal"
+	"github.com/nextstate-rl/nextstate/gym"
+	"github.com/nextstate-rl/nextstate/sandbox"
+	_ "github.com/nextstate-rl/nextstate/sandbox/bwrap"
+)
+
+// needBwrap skips the test when the bwrap backend cannot open here.
+func needBwrap(t testing.TB) gym.Settings {
+	t.Helper()
+	b, err := sandbox.Open(context.Background(), "bwrap", sandbox.Options{Dir: t.TempDir()})
+	if errors.Is(err, sandbox.ErrUnavailable) {
+		t.Skipf("the bwrap sandbox is unavailable here: %v (apt-get install -y bubblewrap tmux python3-pytest, and run as root)", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close(context.Background())
+	return gym.Settings{"sandbox": "bwrap", "sandbox.dir": t.TempDir()}
+}
+
+// Every smoke task validates: doing nothing fails, the oracle passes.
+func TestSmokeTasksValidate(t *testing.T) {
+	settings := needBwrap(t)
+	v := terminal.NewValidator(settings)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := v.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	tasks := terminal.SmokeTasks()
+	if len(tasks) < 12 {
+		t.Errorf("%d smoke tasks, want at least 12", len(tasks))
+	}
+	for i := range tasks {
+		task := tasks[i]
+		t.Run(task.ID, func(t *testing.T) {
+			res := v.Validate(t.Context(), &task)
+			if !res.OK {
+				t.Errorf("%s: nothing %.2f, oracle %.2f: %s\nnothing: %v\noracle: %v", task.ID, res.Nothing, res.Oracle, res.Err, res.NothingTests, res.OracleTests)
+			}
+		})
+	}
+}

@@ -1,0 +1,117 @@
+// Package docker is the sandbox backend that runs each sandbox as a
+// container on a Docker engine, local or remote, through the Engine API
+// (the github.com/moby/moby/client SDK, with API version negotiation: it
+// speaks to any engine of API 1.40 or newer, such as Debian 12's docker.io
+// 20.10, API 1.41). It registers itself as "docker"; blank-import it and
+// call sandbox.Open(ctx, "docker", opts), or call Open for the concrete
+// *Backend.
+//
+// # Engines and placement
+//
+// Options.Hosts names the engines: unix:///path, tcp://host:port (TLS from
+// $DOCKER_CERT_PATH and $DOCKER_TLS_VERIFY) or ssh://[user@]host[:port]
+// (each connection runs `ssh host docker system dial-stdio`, as the docker
+// CLI does); none means $DOCKER_HOST or unix:///var/run/docker.sock. Open
+// keeps the engines that answer within 10 s, and fails with an error
+// wrapping sandbox.ErrUnavailable when none does. Create places a sandbox
+// on the least-loaded engine, counting the live sandboxes this Backend has
+// on each per CPU of the engine (ties go to the first engine named); on an
+// engine that lacks the image or does not answer, it tries the next. The
+// image must be on the engines that should run it: build or import it on
+// each of Backend.Engines with package sandbox/image. Nothing is ever
+// pulled.
+//
+// # Containers
+//
+// A sandbox is one container of Spec.Image (default DefaultImage) whose
+// entrypoint is replaced by an idle `sleep infinity` under the engine's
+// init (docker-init: it reaps orphans and forwards signals), with:
+//
+//   - memory, CPU and PID limits from Spec.Limits (zero fields take
+//     sandbox.DefaultLimits): Memory with MemorySwap equal to it (no swap),
+//     NanoCPUs, PidsLimit. A memory hog is OOM-killed inside the container
+//     (its command exits 137), a fork bomb stops at the PID limit, and
+//     neither takes the container down. Disk is not limited: overlay2 on
+//     ext4 has no per-container quota.
+//   - network mode none unless Spec.Network (then the engine's default
+//     bridge);
+//   - every capability dropped but Capabilities, and no-new-privileges;
+//   - Spec.Labels plus sandbox.LabelOwner (the Backend's owner) and
+//     LabelSandbox (the sandbox's ID) on the container;
+//   - Spec.Workdir (default /workspace) as the working directory, created
+//     by the engine in the container's own layer, so that a snapshot
+//     (docker commit) includes it; Spec.Env in every process's environment;
+//   - no log driver (the idle process writes nothing).
+//
+// Create returns once the container runs: a cold start to the first output
+// of an Exec takes about 540 ms on a 2-core machine (p50; see the
+// benchmarks), which warm pools hide.
+//
+// # Commands and processes
+//
+// Exec runs each command as an exec of the container. The command starts
+// under a one-line /bin/sh prelude that prints its PID on stderr (taken
+// off before the output is kept) and then becomes the command; an exec'd
+// process leads its own session and process group, so at ExecRequest.Timeout,
+// or when ctx ends, a second exec sends SIGKILL to the whole group. Stdout
+// and stderr are demultiplexed (stdcopy) into sandbox.CappedBuffers of
+// MaxOutput each; stdin, when given, is copied in and closed. A command that
+// exits 137 or whose stream breaks makes Exec inspect the container: when
+// it is not running (killed or removed from outside, OOM of the init) the
+// error wraps sandbox.ErrGone, and the sandbox stays gone (IsValid is
+// false) until a Restore. One Exec round trip costs about 100 ms, nearly
+// all of it the engine starting the process (runc exec); for many small
+// commands use a persistent shell.
+//
+// Start runs a long-lived process through an attached exec: one hijacked
+// connection carries its stdin and its output, stderr pointed at stdout
+// inside the sandbox so the two keep their order (or a terminal, with TTY).
+// sandbox.NewShell builds the persistent shell on it; a command through it
+// takes about 0.3 ms. Kill kills the process group from a second exec.
+//
+// CopyIn and CopyOut are the engine's archive endpoints (tar streams);
+// CopyIn creates its directory first when it is missing, and paths are
+// relative to the working directory.
+//
+// # Snapshot and restore
+//
+// Snapshot commits the container (paused while it does) to an image on its
+// engine carrying the owner label and LabelSnapshot; it takes about 150 ms
+// for a small change. Restore replaces the container by one started from
+// that image, and removes the old one in the background; processes of the
+// old one end, persistent shells included. So that a reset does not wait
+// for a container start (about 400 ms), Snapshot and Restore start the next
+// container ahead, a standby, which the next Restore of the same snapshot
+// puts in place: Restore then takes a few milliseconds, and the first
+// output after it about 100 ms (one exec). The cost is a second, idle
+// container per snapshotted sandbox (an init, a sleep and the engine's
+// shim). Release removes the snapshot's image once no container made from
+// it remains.
+//
+// # Labels, reaping and closing
+//
+// Every container and snapshot image carries sandbox.LabelOwner. Reap lists
+// them on every engine by that label and removes those the Backend does not
+// hold, marking by name before the engine creates anything so that a
+// concurrent Create is never swept; Open reaps its owner's orphans (a
+// crashed run's), and Close reaps again after it has closed every sandbox
+// and released every snapshot. Servers that share an engine must use
+// distinct owners (sandbox.NewOwnerID). Sandbox.Close removes the container
+// (and its standby); it is idempotent.
+//
+// # Concurrency
+//
+// A Backend's methods are safe for concurrent use, and so are a Sandbox's
+// Exec, CopyIn, CopyOut and Start; Snapshot and Restore are serialized per
+// sandbox. Contexts bound the calls they are passed to and are not kept;
+// the background work (removing replaced containers, starting standbys) is
+// owned by the Backend, which Close waits for.
+//
+// # Running an engine
+//
+// scripts/deps.sh installs docker.io and starts dockerd when no engine
+// answers (as root; the log goes to /var/log/nextstate-dockerd.log). The
+// multi-engine tests start a second dockerd with its own socket, exec root,
+// pid file and data root, in a network namespace of its own: a dockerd
+// started with --bridge=none deletes the host's docker0 otherwise.
+package docker

@@ -1,0 +1,263 @@
+package image
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+)
+
+func TestMirrorFrom(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "sources.list.d"), 0o755)
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := mirrorFrom(dir, "bookworm"); got != DefaultMirror {
+		t.Errorf("no sources: %q", got)
+	}
+	write("sources.list.d/debian.sources", `Types: deb
+# a comment
+URIs: http://security.example/debian-security
+Suites: bookworm-security
+Components: main
+
+Types: deb deb-src
+URIs: http://mirror.example/debian/
+Suites: bookworm bookworm-updates
+Components: main
+`)
+	if got := mirrorFrom(dir, "bookworm"); got != "http://mirror.example/debian" {
+		t.Errorf("deb822: %q", got)
+	}
+	if got := mirrorFrom(dir, "trixie"); got != DefaultMirror {
+		t.Errorf("another suite: %q", got)
+	}
+	write("sources.list", "# deb http://old.example/debian bookworm main\ndeb [arch=amd64 signed-by=/k.gpg] http://one.example/debian bookworm main contrib\n")
+	if got := mirrorFrom(dir, "bookworm"); got != "http://one.example/debian" {
+		t.Errorf("one-line with options: %q", got)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	a := BaseOptions{}.Version()
+	if a != (BaseOptions{Mirror: "http://elsewhere.example/debian"}).Version() {
+		t.Errorf("the mirror changed the version")
+	}
+	rev := slices.Clone(Packages)
+	slices.Reverse(rev)
+	if a != (BaseOptions{Packages: rev}).Version() {
+		t.Errorf("package order changed the version")
+	}
+	if a == (BaseOptions{Packages: append(slices.Clone(Packages), "cowsay")}).Version() {
+		t.Errorf("a package more did not change the version")
+	}
+	if !strings.HasPrefix(a, DefaultSuite+"-") {
+		t.Errorf("version %q", a)
+	}
+}
+
+func TestContextFiles(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"Dockerfile", "a.txt", "tests/test_x.py", "build/out.o", "keep/x.log", "y.log"} {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755)
+		os.WriteFile(filepath.Join(dir, f), []byte(f), 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, ".dockerignore"), []byte("# comment\nbuild\n*.log\n**/x.log\n!keep/x.log\nDockerfile\n"), 0o644)
+	files, err := contextFiles(dir, "Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{".dockerignore", "Dockerfile", "a.txt", "keep", "keep/x.log", "tests", "tests/test_x.py"}
+	if !slices.Equal(files, want) {
+		t.Errorf("files %v, want %v", files, want)
+	}
+}
+
+func TestSanitizeName(t *testing.T) {
+	for in, want := range map[string]string{"Hello World!": "hello-world", "--x--": "x", "": "task", "a.b_c-d": "a.b_c-d"} {
+		if got := sanitizeName(in); got != want {
+			t.Errorf("sanitizeName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func engine(t *testing.T) *client.Client {
+	t.Helper()
+	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		cli.Close()
+		t.Skipf("no docker engine answers (%v): scripts/deps.sh installs and starts one", err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// TestImport imports a one-file rootfs and checks the image's config.
+func TestImport(t *testing.T) {
+	cli := engine(t)
+	ctx := testCtx(t)
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	tw.WriteHeader(&tar.Header{Name: "hello.txt", Mode: 0o644, Size: 5, Typeflag: tar.TypeReg})
+	tw.Write([]byte("hello"))
+	tw.Close()
+	p := filepath.Join(t.TempDir(), "rootfs.tar")
+	os.WriteFile(p, buf.Bytes(), 0o644)
+	ref, ref2 := "nextstate-test/import:a", "nextstate-test/import:b"
+	if err := Import(ctx, cli, p, ref, ref2); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cli.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{})
+		cli.ImageRemove(context.Background(), ref2, client.ImageRemoveOptions{})
+	})
+	ins, err := cli.ImageInspect(ctx, ref2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ins.Config.Cmd, []string{"/bin/bash"}) || !slices.Contains(ins.Config.Env, "LANG=C.UTF-8") {
+		t.Errorf("config: cmd %v env %v", ins.Config.Cmd, ins.Config.Env)
+	}
+}
+
+// TestBuildBasePresent: with the image present, BuildBase only tags it.
+// `make image` (nextstate image build) made it; this test does not run
+// debootstrap.
+func TestBuildBasePresent(t *testing.T) {
+	cli := engine(t)
+	ctx := testCtx(t)
+	want := Repo + ":" + BaseOptions{}.Version()
+	if ok, _ := Exists(ctx, cli, want); !ok {
+		t.Skipf("%s is not built: `nextstate image build` (make image) builds it", want)
+	}
+	var log bytes.Buffer
+	ref, err := BuildBase(ctx, cli, BaseOptions{Log: &log, CacheDir: t.TempDir()})
+	if err != nil || ref != want {
+		t.Fatalf("BuildBase: %q, %v", ref, err)
+	}
+	if !strings.Contains(log.String(), "is present") {
+		t.Errorf("log: %s", log.String())
+	}
+	a, _ := cli.ImageInspect(ctx, Base)
+	b, _ := cli.ImageInspect(ctx, want)
+	if a.ID != b.ID {
+		t.Errorf("%s is not %s", Base, want)
+	}
+}
+
+// TestBuildTask builds a task whose FROM names an image on a registry,
+// with the base image in its place, and reads the result back.
+func TestBuildTask(t *testing.T) {
+	cli := engine(t)
+	ctx := testCtx(t)
+	if ok, _ := Exists(ctx, cli, Base); !ok {
+		t.Skipf("%s is missing: `nextstate image build` (make image) builds it", Base)
+	}
+	dir := filepath.Join(t.TempDir(), "My Task")
+	os.MkdirAll(filepath.Join(dir, "tests"), 0o755)
+	os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(`# a task
+FROM registry.example.invalid/nextstate/missing:1 AS build
+RUN echo built > /built.txt
+FROM build
+COPY data.txt /data.txt
+WORKDIR /app
+`), 0o644)
+	os.WriteFile(filepath.Join(dir, "data.txt"), []byte("data\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "tests", "test_secret.py"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(dir, ".dockerignore"), []byte("tests\n"), 0o644)
+
+	if _, err := BuildTask(ctx, cli, dir, TaskOptions{}); err == nil || !strings.Contains(err.Error(), "--base-image") {
+		t.Fatalf("a missing FROM with no base image: %v", err)
+	}
+	var log bytes.Buffer
+	ref, err := BuildTask(ctx, cli, dir, TaskOptions{BaseImage: Base, Log: &log})
+	if err != nil {
+		t.Fatalf("BuildTask: %v\n%s", err, log.String())
+	}
+	t.Cleanup(func() {
+		cli.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+	})
+	if !strings.HasPrefix(ref, TaskRepo+"/my-task:") {
+		t.Errorf("ref %q", ref)
+	}
+	ins, err := cli.ImageInspect(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ins.Config.WorkingDir != "/app" || ins.Config.Labels["nextstate.task"] != "My Task" {
+		t.Errorf("config: workdir %q labels %v", ins.Config.WorkingDir, ins.Config.Labels)
+	}
+	got := readFiles(t, cli, ref, "/built.txt", "/data.txt", "/tests")
+	if got["/built.txt"] != "built\n" || got["/data.txt"] != "data\n" || got["/tests"] != "missing" {
+		t.Errorf("image content: %v", got)
+	}
+	// Unchanged content: the same tag, no build.
+	log.Reset()
+	again, err := BuildTask(ctx, cli, dir, TaskOptions{BaseImage: Base, Log: &log})
+	if err != nil || again != ref || !strings.Contains(log.String(), "is present") {
+		t.Errorf("rebuild: %q %v %q", again, err, log.String())
+	}
+	// Changed content: another tag.
+	os.WriteFile(filepath.Join(dir, "data.txt"), []byte("data 2\n"), 0o644)
+	ref2, err := BuildTask(ctx, cli, dir, TaskOptions{BaseImage: Base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cli.ImageRemove(context.Background(), ref2, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+	})
+	if ref2 == ref {
+		t.Errorf("changed content, same tag %s", ref)
+	}
+}
+
+// readFiles reads files of an image from a created (never started)
+// container; a missing one reads "missing".
+func readFiles(t *testing.T, cli *client.Client, ref string, paths ...string) map[string]string {
+	t.Helper()
+	ctx := testCtx(t)
+	c, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: &container.Config{Image: ref}, HostConfig: &container.HostConfig{NetworkMode: "none"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.ContainerRemove(context.Background(), c.ID, client.ContainerRemoveOptions{Force: true})
+	out := map[string]string{}
+	for _, p := range paths {
+		res, err := cli.CopyFromContainer(ctx, c.ID, client.CopyFromContainerOptions{SourcePath: p})
+		if err != nil {
+			out[p] = "missing"
+			continue
+		}
+		tr := tar.NewReader(res.Content)
+		if _, err := tr.Next(); err == nil {
+			b, _ := io.ReadAll(tr)
+			out[p] = string(b)
+		}
+		res.Content.Close()
+	}
+	return out
+}

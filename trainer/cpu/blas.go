@@ -1,0 +1,68 @@
+package cpu
+
+import (
+	"os"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// The CBLAS enum values of the one call used here.
+const (
+	cblasRowMajor = 101
+	cblasNoTrans  = 111
+	cblasTrans    = 112
+)
+
+// openBLAS is OpenBLAS's sgemm, loaded at run time (no cgo): nil when the
+// library is absent or NEXTSTATE_NO_BLAS is set.
+type openBLAS struct {
+	path  string
+	sgemm func(order, transA, transB, m, n, k int32, alpha float32, a unsafe.Pointer, lda int32, b unsafe.Pointer, ldb int32, beta float32, c unsafe.Pointer, ldc int32)
+}
+
+// blasPaths are tried in order: Debian's libopenblas0-pthread, then whatever
+// the dynamic loader finds.
+var blasPaths = []string{
+	"/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0",
+	"/usr/lib/aarch64-linux-gnu/openblas-pthread/libopenblas.so.0",
+	"libopenblas.so.0",
+	"libopenblas.so",
+}
+
+var (
+	blasOnce sync.Once
+	blasLib  *openBLAS
+)
+
+// loadBLAS finds OpenBLAS once per process.
+func loadBLAS() *openBLAS {
+	blasOnce.Do(func() {
+		if os.Getenv("NEXTSTATE_NO_BLAS") != "" {
+			return
+		}
+		for _, p := range blasPaths {
+			h, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_LOCAL)
+			if err != nil {
+				continue
+			}
+			sym, err := purego.Dlsym(h, "cblas_sgemm")
+			if err != nil {
+				purego.Dlclose(h)
+				continue
+			}
+			b := &openBLAS{path: p}
+			purego.RegisterFunc(&b.sgemm, sym)
+			blasLib = b
+			return
+		}
+	})
+	return blasLib
+}
+
+// matmulBLAS computes out[M,N] = x[M,K] · w[N,K]ᵀ with sgemm.
+func (b *openBLAS) matmul(out, x, w []float32, M, N, K int) {
+	b.sgemm(cblasRowMajor, cblasNoTrans, cblasTrans, int32(M), int32(N), int32(K), 1,
+		unsafe.Pointer(&x[0]), int32(K), unsafe.Pointer(&w[0]), int32(K), 0, unsafe.Pointer(&out[0]), int32(N))
+}
