@@ -50,11 +50,25 @@ go mod download
 # --- dockerd -----------------------------------------------------------------
 engine_up() { timeout 10 docker info >/dev/null 2>&1; }
 
+# live_dockerd prints the pid of the dockerd that /var/run/docker.pid names,
+# if that process is a live (not zombie) dockerd.
+live_dockerd() {
+  local f=/var/run/docker.pid p
+  [ -f "$f" ] || return 1
+  p=$(cat "$f" 2>/dev/null) || return 1
+  [ -n "$p" ] && [ -r "/proc/$p/stat" ] || return 1
+  [ "$(cut -d' ' -f3 "/proc/$p/stat")" != Z ] || return 1
+  [ "$(basename "$(readlink "/proc/$p/exe" 2>/dev/null)")" = dockerd ] || return 1
+  echo "$p"
+}
+
 start_dockerd() { # args: extra dockerd flags
   local log=${DOCKERD_LOG:-/var/log/nextstate-dockerd.log} wait=${DOCKERD_WAIT:-60} pid
   echo "deps: starting dockerd $* (log: $log)"
-  # A dockerd killed earlier leaves a pid file naming a dead process, which
-  # dockerd itself handles; a live one would be an engine that answers.
+  # A dockerd killed earlier (a machine handed over, a session ended) leaves
+  # its pid file, which makes a new dockerd refuse to start while that pid
+  # is alive under another name.
+  $SUDO rm -f /var/run/docker.pid
   $SUDO setsid dockerd "$@" >>"$log" 2>&1 < /dev/null &
   pid=$!
   for _ in $(seq 1 "$wait"); do
@@ -77,10 +91,22 @@ start_dockerd() { # args: extra dockerd flags
 }
 
 if [ "${NEXTSTATE_NO_DOCKERD:-}" != 1 ] && ! engine_up; then
-  if [ -n "${DOCKER_HOST:-}" ] && [ "${DOCKER_HOST#unix://}" = "$DOCKER_HOST" ]; then
-    echo "deps: DOCKER_HOST=$DOCKER_HOST does not answer and is not a local socket" >&2
+  if [ -n "${DOCKER_HOST:-}" ] && [ "$DOCKER_HOST" != unix:///var/run/docker.sock ]; then
+    echo "deps: DOCKER_HOST=$DOCKER_HOST does not answer (only the default engine is started here)" >&2
     exit 1
   fi
+  # A dockerd that is still starting (or stuck): give it the same time.
+  if old=$(live_dockerd); then
+    echo "deps: dockerd (pid $old) runs but does not answer; waiting for it"
+    for _ in $(seq 1 "${DOCKERD_WAIT:-60}"); do engine_up && break; sleep 1; done
+    if ! engine_up; then
+      echo "deps: stopping the dockerd that does not answer (pid $old)" >&2
+      $SUDO kill "$old" 2>/dev/null || true
+      for _ in $(seq 1 60); do kill -0 "$old" 2>/dev/null || break; sleep 0.5; done
+    fi
+  fi
+fi
+if [ "${NEXTSTATE_NO_DOCKERD:-}" != 1 ] && ! engine_up; then
   start_dockerd || start_dockerd --iptables=false --ip-masq=false || {
     echo "deps: could not start dockerd" >&2
     exit 1

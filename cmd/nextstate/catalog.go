@@ -97,7 +97,7 @@ Loading validates every task, so this doubles as a check of task files.`,
 	list.Flags().StringVar(&env, "env", "", "only this env kind")
 	list.Flags().StringVar(&split, "split", "", "only this split (train, test, ...)")
 	list.Flags().StringSliceVar(&paths, "tasks", nil, "suite files or directories (also as arguments)")
-	c.AddCommand(list)
+	c.AddCommand(list, newTasksValidate())
 	return c
 }
 

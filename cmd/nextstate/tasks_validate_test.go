@@ -63,3 +63,29 @@ func TestTasksValidate(t *testing.T) {
 		t.Errorf("report %+v", rep)
 	}
 }
+
+// tasks list reads Terminal-Bench folders, and shows no tests.
+func TestTasksListTerminalBench(t *testing.T) {
+	out, err := run(t, "tasks", "list", "--json", "--env", "terminal-v1", filepath.Join("..", "..", "envs", "terminal", "tasks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tasks []struct {
+		ID       string          `json:"id"`
+		Env      string          `json:"env"`
+		Verifier json.RawMessage `json:"verifier"`
+	}
+	if err := json.Unmarshal([]byte(out), &tasks); err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, tk := range tasks {
+		found[tk.ID] = true
+		if tk.Verifier != nil {
+			t.Errorf("%s: the verifier's inputs are listed", tk.ID)
+		}
+	}
+	if !found["git-recover"] || !found["terminal-git-recover"] {
+		t.Errorf("listed %v", found)
+	}
+}

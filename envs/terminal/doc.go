@@ -76,7 +76,9 @@
 // test files (never sent to agents). A task.yaml with an "env" field is a
 // gym task file, not Terminal-Bench's. SmokeTasks are this package's own
 // suite (tasks/), built in and embedded: their Data names them ("builtin")
-// since they have no Dir.
+// since they have no Dir. Dir is not part of a task's JSON: a task sent
+// inline by a client has no folder (a bare sandbox, no tests); serve the
+// folders with --tasks and create sessions by task id instead.
 //
 // # Sandboxes
 //

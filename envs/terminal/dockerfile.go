@@ -15,9 +15,11 @@ import (
 //   - WORKDIR: the working directory; the last one is the sandbox's
 //     writable workspace;
 //   - ENV (and ARG defaults, for substitution): the commands' environment;
-//   - COPY and ADD of files from the task folder into the workspace (ADD
-//     of a URL, COPY --from another stage and destinations outside the
-//     workspace are errors; ADD does not unpack archives);
+//   - COPY and ADD of files from the task folder (ADD of a URL and COPY
+//     --from another stage are errors; ADD does not unpack archives;
+//     destinations must be writable: the workspace, /tmp or /root). A
+//     copy of the folder itself leaves out tests/, run-tests.sh, the
+//     solution, task.yaml and the Dockerfile;
 //   - RUN: run in the sandbox in order, in the current WORKDIR, as the
 //     sandbox's user; the root file system is read-only, so RUN steps that
 //     install packages fail: such a task needs the docker backend.

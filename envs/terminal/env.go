@@ -160,7 +160,9 @@ func (e *Env) build(ctx context.Context, task *gym.Task, files fs.FS, df *Docker
 	}
 	var sb sandbox.Sandbox
 	var err error
-	if e.pool != nil {
+	// Task images are one spec each: warming every task's would keep two
+	// containers per task; they are made on demand (and reset by Restore).
+	if e.pool != nil && (e.backendName != "docker" || spec.Image == e.baseImage) {
 		sb, err = e.pool.Acquire(ctx, spec)
 	} else {
 		sb, err = e.backend.Create(ctx, spec)
@@ -225,10 +227,16 @@ func (e *Env) Step(ctx context.Context, a gym.Action) (gym.Transition, error) {
 			info["error"] = "bad_call"
 		default:
 			out, err := e.run(ctx, c, info)
-			if err != nil {
+			var te *toolError
+			switch {
+			case errors.As(err, &te):
+				content, isErr = te.msg, true
+				info["error"] = "tool_failed"
+			case err != nil:
 				return gym.Transition{}, err
+			default:
+				content = out
 			}
-			content = out
 			if c.Name == ToolSubmit {
 				tr.Terminated = true
 			}
@@ -279,17 +287,17 @@ func (e *Env) run(ctx context.Context, c call, info gym.Info) (string, error) {
 		return formatExec(r, timeout), nil
 	case ToolSendKeys:
 		if err := e.shell.SendKeys(ctx, c.Keys...); err != nil {
-			return "", e.fault(err)
+			return "", e.terminalFault(err)
 		}
 		scr, err := e.settle(ctx, c.Wait)
 		if err != nil {
-			return "", e.fault(err)
+			return "", e.terminalFault(err)
 		}
 		return scr, nil
 	case ToolView:
 		scr, err := e.shell.Screen(ctx)
 		if err != nil {
-			return "", e.fault(err)
+			return "", e.terminalFault(err)
 		}
 		return trimScreen(scr), nil
 	case ToolWrite:
@@ -299,7 +307,7 @@ func (e *Env) run(ctx context.Context, c call, info gym.Info) (string, error) {
 		}
 		if err := writeFile(ctx, e.sb, p, []byte(c.Content)); err != nil {
 			if errors.Is(err, errWrite) {
-				return err.Error(), nil
+				return "", &toolError{err.Error()}
 			}
 			return "", e.fault(err)
 		}
@@ -308,6 +316,27 @@ func (e *Env) run(ctx context.Context, c call, info gym.Info) (string, error) {
 		return "submitted: the task's tests will decide the outcome", nil
 	}
 	return "", fmt.Errorf("terminal-v1: no handler for tool %q", c.Name)
+}
+
+// toolError is a call that ran and failed in a way that is the agent's to
+// handle (a path it cannot write, a terminal this sandbox lacks): it is
+// answered as an error tool result, and the episode goes on.
+type toolError struct{ msg string }
+
+func (e *toolError) Error() string { return e.msg }
+
+// terminalFault labels an error of the terminal (tmux): the sandbox's
+// death is the infrastructure's; a live sandbox whose terminal fails (no
+// tmux in the image) answers the call with the error.
+func (e *Env) terminalFault(err error) error {
+	f := e.fault(err)
+	var fe *gym.FaultError
+	if errors.As(f, &fe) && fe.Reason == "sandbox" {
+		if v, ok := e.sb.(sandbox.Validator); ok && v.IsValid() {
+			return &toolError{"the terminal is not available: " + err.Error()}
+		}
+	}
+	return f
 }
 
 // formatExec renders a command's result: its output, then a line with the

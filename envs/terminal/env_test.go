@@ -178,6 +178,7 @@ func TestShellTools(t *testing.T) {
 		call("shell_exec", map[string]any{"command": "cat /app/notes/a.txt"}),
 		call("shell_exec", map[string]any{"command": "sleep 30", "timeout": 0.5}),
 		call("shell_exec", map[string]any{"command": "echo still here"}),
+		call("write_file", map[string]any{"path": "/usr/not-writable.txt", "content": "x"}),
 	)
 	rs := results(t, res)
 	want := []struct {
@@ -191,6 +192,7 @@ func TestShellTools(t *testing.T) {
 		{"A\n[exit code 0]", false},
 		{"[timed out after 500ms: the command was interrupted]", false},
 		{"still here\n[exit code 0]", false},
+		{"write_file: cannot write /usr/not-writable.txt", true},
 	}
 	if len(rs) != len(want) {
 		t.Fatalf("%d results for %d calls: %+v", len(rs), len(want), rs)
@@ -204,7 +206,7 @@ func TestShellTools(t *testing.T) {
 		t.Errorf("results carry the call ids and names: %+v", rs)
 	}
 	calls, _ := res.Info["calls"].([]gym.Info)
-	if len(calls) != 7 || calls[5]["timed_out"] != true || calls[1]["exit_code"] != 3 || calls[2]["error"] != "bad_call" {
+	if len(calls) != 8 || calls[5]["timed_out"] != true || calls[1]["exit_code"] != 3 || calls[2]["error"] != "bad_call" {
 		t.Errorf("info calls %v", res.Info["calls"])
 	}
 	if res.Terminated || res.Truncated {

@@ -191,6 +191,9 @@ func Rootfs(ctx context.Context, o BaseOptions) (string, error) {
 		fmt.Fprintf(o.Log, "image: using cached %s\n", out)
 		return out, nil
 	}
+	if os.Geteuid() != 0 {
+		return "", errors.New("image: building the base image's rootfs (debootstrap) needs root")
+	}
 	if _, err := exec.LookPath("debootstrap"); err != nil {
 		return "", fmt.Errorf("image: debootstrap is needed to build the base image (apt-get install debootstrap): %w", err)
 	}
