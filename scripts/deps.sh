@@ -12,10 +12,12 @@
 # dockerd: when `docker info` fails, dockerd is started in the background,
 # logging to $DOCKERD_LOG (default /var/log/nextstate-dockerd.log), and this
 # script waits until it answers (at most $DOCKERD_WAIT seconds, default 60).
-# If it does not come up with its defaults (bridge network with iptables,
-# overlay2), it is started again with --iptables=false --ip-masq=false, which
-# sandboxes do not need (they run with --network none unless a task asks for
-# network). NEXTSTATE_NO_DOCKERD=1 skips all of this.
+# On this VM dockerd runs with its defaults (overlay2 on ext4, cgroup v1,
+# bridge network with iptables-nft). Pid files of a dockerd or containerd
+# killed earlier are removed first. A start that fails is tried once more,
+# then with --iptables=false --ip-masq=false, which sandboxes do not need
+# (they run with --network none unless a task asks for network).
+# NEXTSTATE_NO_DOCKERD=1 skips all of this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,25 +52,28 @@ go mod download
 # --- dockerd -----------------------------------------------------------------
 engine_up() { timeout 10 docker info >/dev/null 2>&1; }
 
-# live_dockerd prints the pid of the dockerd that /var/run/docker.pid names,
-# if that process is a live (not zombie) dockerd.
-live_dockerd() {
-  local f=/var/run/docker.pid p
+# live PIDFILE NAME prints the pid PIDFILE names if that process is a live
+# (not zombie) NAME.
+live() {
+  local f=$1 name=$2 p
   [ -f "$f" ] || return 1
   p=$(cat "$f" 2>/dev/null) || return 1
   [ -n "$p" ] && [ -r "/proc/$p/stat" ] || return 1
   [ "$(cut -d' ' -f3 "/proc/$p/stat")" != Z ] || return 1
-  [ "$(basename "$(readlink "/proc/$p/exe" 2>/dev/null)")" = dockerd ] || return 1
+  [ "$(basename "$(readlink "/proc/$p/exe" 2>/dev/null)")" = "$name" ] || return 1
   echo "$p"
 }
+live_dockerd() { live /var/run/docker.pid dockerd; }
 
 start_dockerd() { # args: extra dockerd flags
   local log=${DOCKERD_LOG:-/var/log/nextstate-dockerd.log} wait=${DOCKERD_WAIT:-60} pid
   echo "deps: starting dockerd $* (log: $log)"
   # A dockerd killed earlier (a machine handed over, a session ended) leaves
-  # its pid file, which makes a new dockerd refuse to start while that pid
-  # is alive under another name.
-  $SUDO rm -f /var/run/docker.pid
+  # its pid files; dockerd refuses to start while the pid in its own is
+  # alive under another name or a zombie, and waits in vain on a containerd
+  # whose pid file names a zombie.
+  live_dockerd >/dev/null || $SUDO rm -f /var/run/docker.pid
+  live /var/run/docker/containerd/containerd.pid containerd >/dev/null || $SUDO rm -f /var/run/docker/containerd/containerd.pid
   $SUDO setsid dockerd "$@" >>"$log" 2>&1 < /dev/null &
   pid=$!
   for _ in $(seq 1 "$wait"); do
@@ -107,7 +112,7 @@ if [ "${NEXTSTATE_NO_DOCKERD:-}" != 1 ] && ! engine_up; then
   fi
 fi
 if [ "${NEXTSTATE_NO_DOCKERD:-}" != 1 ] && ! engine_up; then
-  start_dockerd || start_dockerd --iptables=false --ip-masq=false || {
+  start_dockerd || start_dockerd || start_dockerd --iptables=false --ip-masq=false || {
     echo "deps: could not start dockerd" >&2
     exit 1
   }
