@@ -87,9 +87,10 @@
 // missing from an engine is replaced by the base image). With bwrap, the
 // root is the host's, read-only, and the Dockerfile's WORKDIR, ENV, COPY
 // and RUN steps are applied to the sandbox (see Dockerfile for exactly
-// what holds). Either way, COPY of the task folder itself leaves out
-// tests/, run-tests.sh, the solution, task.yaml and the Dockerfile (with
-// bwrap; the docker builder takes its context as it is).
+// what holds). With bwrap, COPY of the task folder itself leaves out
+// tests/, run-tests.sh, the solution, task.yaml and the Dockerfile; the
+// docker builder takes the folder as its context as it is (less
+// .dockerignore), so a `COPY . /app` there copies them too.
 //
 // Reset brings the sandbox to the task's initial state: for the same task
 // again, a Restore of the snapshot taken after the first build when the
@@ -111,7 +112,12 @@
 // xpass and errors as failed, skips not at all); the verifier info, kept in
 // the record and not sent to the agent, holds every test's status. Nothing
 // written in the sandbox is read back: a fake report, a fake runner or a
-// fake pytest the agent leaves does not change the verdict.
+// fake pytest the agent leaves does not change the verdict, and the run
+// ignores pytest ini and conftest files outside the test directory, the
+// user site and the working directory on sys.path (testEnv). Code of the
+// agent's that the tests import still runs in the test process, and under
+// docker the agent is root in its container: there the verdict is as
+// trustworthy as the container's Python.
 //
 // # Whose fault
 //

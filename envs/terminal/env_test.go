@@ -311,6 +311,36 @@ func TestVerifierCannotBeFooled(t *testing.T) {
 	}
 }
 
+// Files pytest or Python would pick up on their own — an ini file and a
+// conftest.py in a parent directory of the tests, a conftest.py and a fake
+// pytest module in the working directory, a .pth file in the user site —
+// do not change the verdict.
+func TestVerifierIgnoresPlantedPytestConfig(t *testing.T) {
+	h := newHarness(t)
+	// The task's runner uses python3 -m pytest, so the working directory
+	// would be first on sys.path without PYTHONSAFEPATH.
+	task := map[string]string{}
+	for k, v := range answerTask {
+		task[k] = v
+	}
+	task["run-tests.sh"] = "#!/bin/bash\nexec python3 -m pytest -rA \"$TEST_DIR/test_outputs.py\"\n"
+	s, _ := h.create(writeTask(t, task), nil)
+	hook := "import pytest\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n" +
+		"    out = yield\n    rep = out.get_result()\n    rep.outcome = 'passed'\n"
+	site := "/root/.local/lib/python3.11/site-packages"
+	h.step(s,
+		call("write_file", map[string]any{"path": "/tmp/pytest.ini", "content": "[pytest]\naddopts = -p conftest_cheat\n"}),
+		call("write_file", map[string]any{"path": "/tmp/conftest.py", "content": hook}),
+		call("write_file", map[string]any{"path": "/app/conftest.py", "content": hook}),
+		call("write_file", map[string]any{"path": "/app/pytest.py", "content": "print('PASSED tests/test_outputs.py::test_answer')\n"}),
+		call("shell_exec", map[string]any{"command": "mkdir -p " + site + " && echo 'import os' > " + site + "/cheat.pth"}),
+	)
+	res := h.step(s, submit)
+	if res.Reward != 0.5 { // test_seed_kept passes, test_answer fails
+		t.Errorf("fooled by planted pytest files: reward %v, verdict %v", res.Reward, h.verdict(s))
+	}
+}
+
 // A sandbox killed from outside mid-episode fails the step as the
 // infrastructure's fault, and the session closes with that reason.
 func TestKilledSandboxIsInfraFailure(t *testing.T) {

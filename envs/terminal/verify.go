@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -92,6 +93,11 @@ func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 		rel := strings.TrimPrefix(name, "tests/")
 		entries = append(entries, tarEntry{name: rel, mode: 0o755, data: b})
 	}
+	if !slices.ContainsFunc(entries, func(t tarEntry) bool { return t.name == testIni }) {
+		// pytest reads this ini file, not one the agent left in a parent
+		// directory (see testEnv).
+		entries = append(entries, tarEntry{name: testIni, mode: 0o644, data: []byte("[pytest]\n")})
+	}
 	for _, d := range dirsOf(entries) {
 		entries = append(entries, tarEntry{name: d, dir: true, mode: 0o755})
 	}
@@ -105,7 +111,7 @@ func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 	timeout := time.Duration(e.tests.TestTimeout)
 	r, err := e.sb.Exec(ctx, sandbox.ExecRequest{
 		Cmd:       []string{"bash", path.Join(dir, path.Base(e.tests.RunTests))},
-		Env:       map[string]string{"TEST_DIR": dir},
+		Env:       testEnv(dir),
 		Dir:       e.workdir,
 		Timeout:   timeout,
 		MaxOutput: MaxTestOutput,
@@ -144,6 +150,39 @@ func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 	}
 	info["source"] = rep.Source
 	return rep.Reward(), info, nil
+}
+
+// testIni is the pytest configuration file of a test run, in the test
+// directory: the task's own tests/pytest.ini, or an empty one.
+const testIni = "pytest.ini"
+
+// testEnv is the environment of a test run. The tests run with the agent's
+// working directory as theirs (they check what the agent made), so they
+// must not pick up anything the agent left for pytest or Python to find:
+//
+//   - pytest's ini file is the test directory's (-c), not a pytest.ini,
+//     tox.ini or setup.cfg in a parent directory such as /tmp;
+//   - conftest.py files are read only from the test directory down
+//     (--confcutdir), never from the working directory or /tmp;
+//   - no cache directory is written (-p no:cacheprovider);
+//   - Python ignores the user site directory, where a .pth file would run
+//     code at start-up (PYTHONNOUSERSITE), and does not put the working
+//     directory first on sys.path, where a pytest.py could shadow pytest
+//     for `python3 -m pytest` (PYTHONSAFEPATH).
+//
+// What the tests import from the agent's work still runs inside the test
+// process and could print a fake summary; the parser reads pytest's last
+// summary, and a task that imports the agent's code accepts that risk, as
+// Terminal-Bench does. Under docker the agent is root in its container and
+// could replace pytest itself; bwrap's root is read-only.
+func testEnv(dir string) map[string]string {
+	return map[string]string{
+		"TEST_DIR":         dir,
+		"PYTEST_ADDOPTS":   "-c " + path.Join(dir, testIni) + " --confcutdir=" + dir + " -p no:cacheprovider",
+		"PYTHONNOUSERSITE": "1",
+		"PYTHONSAFEPATH":   "1",
+		"PYTHONPATH":       "",
+	}
 }
 
 // freshTestDir removes whatever is at the test directory (the agent may
