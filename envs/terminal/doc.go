@@ -87,10 +87,9 @@
 // missing from an engine is replaced by the base image). With bwrap, the
 // root is the host's, read-only, and the Dockerfile's WORKDIR, ENV, COPY
 // and RUN steps are applied to the sandbox (see Dockerfile for exactly
-// what holds). With bwrap, COPY of the task folder itself leaves out
-// tests/, run-tests.sh, the solution, task.yaml and the Dockerfile; the
-// docker builder takes the folder as its context as it is (less
-// .dockerignore), so a `COPY . /app` there copies them too.
+// what holds). Either way, COPY of the task folder itself leaves out
+// tests/, run-tests.sh, the solution, task.yaml and the Dockerfile: bwrap
+// skips them, and the docker build context excludes them.
 //
 // Reset brings the sandbox to the task's initial state: for the same task
 // again, a Restore of the snapshot taken after the first build when the

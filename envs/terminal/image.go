@@ -63,7 +63,7 @@ func (k *Kind) image(ctx context.Context, b sandbox.Backend, task *gym.Task, fil
 		}
 		var errs []error
 		for _, e := range eb.Engines() {
-			ref, err := image.BuildTask(ctx, e.Client, dir, image.TaskOptions{Name: name, BaseImage: base})
+			ref, err := image.BuildTask(ctx, e.Client, dir, image.TaskOptions{Name: name, BaseImage: base, Exclude: hiddenPaths})
 			if err != nil {
 				errs = append(errs, fmt.Errorf("engine %s: %w", e.Host, err))
 				continue

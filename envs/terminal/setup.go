@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -184,14 +185,13 @@ func copyFromTask(ctx context.Context, sb sandbox.Sandbox, files fs.FS, sources 
 // or the task's own (tests, the test runner, the oracle, task.yaml, the
 // Dockerfile): a COPY of the whole folder does not copy it into the
 // sandbox, so the agent never sees the tests or the solution.
-func hiddenFromAgent(p string) bool {
-	switch p {
-	case "tests", "run-tests.sh", "solution.sh", "solution.yaml", "task.yaml", "Dockerfile",
-		"docker-compose.yaml", "docker-compose.yml", ".dockerignore":
-		return true
-	}
-	return false
-}
+func hiddenFromAgent(p string) bool { return slices.Contains(hiddenPaths, p) }
+
+// hiddenPaths are the task folder's top-level entries that never reach the
+// agent: left out of a bwrap COPY and out of a docker build's context (the
+// Dockerfile itself is always in the context; the builder reads it there).
+var hiddenPaths = []string{"tests", "run-tests.sh", "solution.sh", "solution.yaml", "task.yaml", "Dockerfile",
+	"docker-compose.yaml", "docker-compose.yml", ".dockerignore"}
 
 // entryOf reads one file of the task folder into a tar entry; modes are
 // 0644 or 0755 (executable sources; the embedded smoke tasks have none).

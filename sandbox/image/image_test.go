@@ -76,13 +76,22 @@ func TestContextFiles(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, f), []byte(f), 0o644)
 	}
 	os.WriteFile(filepath.Join(dir, ".dockerignore"), []byte("# comment\nbuild\n*.log\n**/x.log\n!keep/x.log\nDockerfile\n"), 0o644)
-	files, err := contextFiles(dir, "Dockerfile")
+	files, err := contextFiles(dir, "Dockerfile", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{".dockerignore", "Dockerfile", "a.txt", "keep", "keep/x.log", "tests", "tests/test_x.py"}
 	if !slices.Equal(files, want) {
 		t.Errorf("files %v, want %v", files, want)
+	}
+	// Exclude wins over a .dockerignore "!" line and keeps hidden tests out.
+	files, err = contextFiles(dir, "Dockerfile", []string{"tests", "keep"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []string{".dockerignore", "Dockerfile", "a.txt"}
+	if !slices.Equal(files, want) {
+		t.Errorf("with Exclude: files %v, want %v", files, want)
 	}
 }
 

@@ -37,6 +37,9 @@ type TaskOptions struct {
 	Force bool
 	// Log receives the builder's output; nil discards it.
 	Log io.Writer
+	// Exclude lists more patterns to leave out of the build context, as
+	// .dockerignore lines (a task's hidden tests and its solution).
+	Exclude []string
 }
 
 // BuildTask builds the Dockerfile of the task directory dir on the engine
@@ -69,7 +72,7 @@ func BuildTask(ctx context.Context, cli *client.Client, dir string, o TaskOption
 	if err != nil {
 		return "", fmt.Errorf("image: task %s: %w", o.Name, err)
 	}
-	files, err := contextFiles(abs, o.Dockerfile)
+	files, err := contextFiles(abs, o.Dockerfile, o.Exclude)
 	if err != nil {
 		return "", fmt.Errorf("image: task %s: %w", o.Name, err)
 	}
@@ -177,11 +180,12 @@ func rewriteFROM(ctx context.Context, cli *client.Client, df []byte, base string
 
 // contextFiles lists the directory's files, slash-separated and sorted,
 // less what .dockerignore excludes; the Dockerfile is always in.
-func contextFiles(dir, dockerfile string) ([]string, error) {
+func contextFiles(dir, dockerfile string, exclude []string) ([]string, error) {
 	ignore, err := readIgnore(filepath.Join(dir, ".dockerignore"))
 	if err != nil {
 		return nil, err
 	}
+	ignore = append(ignore, exclude...)
 	var files []string
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
