@@ -21,8 +21,9 @@
 // every backend's tests run.
 //
 // Every resource a sandbox holds (a container, a bwrap process tree, a
-// directory) carries the labels of its Spec plus the reserved
-// LabelOwner/LabelSession labels, so a reaper can find and remove orphans
+// directory) carries the labels of its Spec plus the reserved LabelOwner
+// label (and LabelSession or LabelPool where the caller sets them), so a
+// reaper can find and remove orphans
 // by label, also after a crash. Close is idempotent.
 //
 // Who may call what concurrently: a Backend's methods are safe for

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -101,7 +102,9 @@ Loading validates every task, so this doubles as a check of task files.`,
 	return c
 }
 
+// clip shortens s to n runes on one line, for tables.
 func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
 	r := []rune(s)
 	if len(r) <= n {
 		return s

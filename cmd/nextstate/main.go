@@ -1,8 +1,10 @@
 // Command nextstate is the one binary of the nextstate gym: it serves
-// environments to agents (serve), lists env kinds and tasks (envs, tasks),
-// writes trajectories out (export), measures the server (bench), and shows
-// the whole loop on built-in envs (demo). Env kinds are compiled in by the
-// blank imports below.
+// environments to agents (serve) and a model (serve-model), lists env kinds
+// and tasks and validates task folders (envs, tasks), builds sandbox images
+// (image), writes trajectories out (export), measures the server, the
+// sandboxes and the model (bench), and shows the whole loop on built-in
+// envs (demo). Env kinds and sandbox backends are compiled in by the blank
+// imports below.
 package main
 
 import (
