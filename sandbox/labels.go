@@ -9,33 +9,11 @@ import (
 	"strings"
 )
 
-// NewOwnerID returns a fresh random owner id ("ns" and 12 hex digits). A
-// server makes one at start and passes it as Options.Owner to every
-// backend it opens, so that its resources carry it and Reap finds what an
-// earlier run left behind (a server that reaps at start-up reaps the ids it
-// recorded, or every owner's with the reaper of the backend at hand).
-func NewOwnerID() string { return "ns" + RandomID(6) }
-
 // RandomID returns n random bytes as hex, for sandbox and marker ids.
 func RandomID(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // never fails on Linux
 	return hex.EncodeToString(b)
-}
-
-// ValidOwner reports whether owner can name resources: 1 to 40 ASCII
-// letters, digits and '-'. Backends refuse other owners, because the owner
-// is part of directory, cgroup and container names.
-func ValidOwner(owner string) bool {
-	if owner == "" || len(owner) > 40 {
-		return false
-	}
-	for _, c := range owner {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // IsReserved reports whether a label key is reserved for nextstate

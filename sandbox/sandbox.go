@@ -15,20 +15,42 @@
 // new sandbox), Labeler (labels changed after Create, used by warm pools),
 // Validator (a cheap liveness check, used by warm pools) and Stats
 // (resource use). CappedBuffer keeps output under a cap with
-// TruncationMarker; NewOwnerID, CheckLabels, MergeLabels and SpecKey are
-// the label helpers backends and pools share. Package sandbox/pool keeps
-// warm sandboxes; package sandbox/sandboxtest is the conformance suite
-// every backend's tests run.
+// TruncationMarker; NewOwnerID, OwnerAlive, ValidOwner, CheckLabels,
+// MergeLabels and SpecKey are the owner and label helpers backends and
+// pools share. Package sandbox/pool keeps warm sandboxes; package
+// sandbox/sandboxtest is the conformance suite every backend's tests run.
 //
-// Every resource a sandbox holds (a container, a bwrap process tree, a
-// directory) carries the labels of its Spec plus the reserved LabelOwner
-// label (and LabelSession or LabelPool where the caller sets them), so a
-// reaper can find and remove orphans
-// by label, also after a crash. Close is idempotent.
+// Every resource a sandbox holds (a container, a snapshot image, a bwrap
+// process tree, state directory and cgroup) carries the labels of its Spec
+// plus the reserved LabelOwner label (and LabelSession or LabelPool where
+// the caller sets them), so a reaper can find and remove orphans by label,
+// also after a crash. Close is idempotent.
 //
 // Who may call what concurrently: a Backend's methods are safe for
 // concurrent use. A Sandbox's Exec, CopyIn and CopyOut may run concurrently;
 // a Shell is used by one goroutine at a time (the session's).
+//
+// # Owners and reaping
+//
+// The owner (Options.Owner) is a lease. When it is empty, a backend takes
+// NewOwnerID(): "<hostname>-<pid>-<start time>-<random>", which names the
+// process that opened the backend, start time being that process's start
+// in clock ticks after boot (field 22 of /proc/self/stat). OwnerAlive reads
+// the lease: known when the owner was made this way on this host; alive
+// when /proc/<pid>/stat exists and shows the same start time, so a pid the
+// kernel has reused is not taken for the owner. At Open, every backend
+// reaps by mark and sweep: it lists its resources by owner label and
+// removes (a) those of its own owner (an earlier run's, when the owner is
+// explicit) and (b) those of every known owner that is not alive (a
+// crashed process of this host). Resources of live owners and of unknown
+// owners stay. So two backends open at once, in one process or two, never
+// reap each other's sandboxes, and what a crashed process left is removed
+// by the next backend opened on this host. An owner a user names (--set
+// sandbox.owner=NAME) is unknown (an id from NewOwnerID stays a lease when
+// passed explicitly): only a backend opened with that same owner reaps its
+// resources, so processes that share a docker engine or a bwrap directory
+// must not share an explicit owner. Backend.Reap(ctx, owner) removes one
+// owner's unheld resources on demand.
 package sandbox
 
 import (
@@ -146,7 +168,8 @@ type Backend interface {
 	Create(ctx context.Context, spec Spec) (Sandbox, error)
 	// Reap removes every resource labelled as owned by owner that no live
 	// sandbox of this Backend holds (orphans from a crash), and reports
-	// how many it removed.
+	// how many it removed. It does not ask whether owner is alive: Open's
+	// reaping does (see Owners and reaping).
 	Reap(ctx context.Context, owner string) (int, error)
 	// Close closes every sandbox it made and releases the backend.
 	Close(ctx context.Context) error
@@ -259,7 +282,11 @@ type Opener func(ctx context.Context, opts Options) (Backend, error)
 
 // Options configure a Backend.
 type Options struct {
-	// Owner labels every resource, so Reap finds this server's orphans.
+	// Owner labels every resource, so a reaper can tell whose it is.
+	// Empty means NewOwnerID(), a lease on this process: once the process
+	// is gone, the next backend opened on this host reaps what it left.
+	// An explicit owner (1 to 64 letters, digits and '-'; see ValidOwner)
+	// is reaped only by a backend opened with the same owner, at its Open.
 	Owner string
 	// Hosts are docker engine addresses (unix://, tcp://, ssh://); empty
 	// means the environment's default. bwrap ignores it.

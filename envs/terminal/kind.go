@@ -121,8 +121,9 @@ func (k *Kind) Configure(ctx context.Context, s gym.Settings) error {
 		}
 		size = n
 	}
-	// An empty owner takes the backend's default (docker's is stable, so
-	// it reaps what a crashed earlier run left).
+	// An empty owner takes the backend's default, a lease on this process
+	// (sandbox.NewOwnerID): what a crashed earlier server left is reaped
+	// when the backend opens.
 	b, err := sandbox.Open(ctx, name, sandbox.Options{Owner: s[SettingOwner], Hosts: hosts, Dir: s[SettingSandboxDir]})
 	if err != nil {
 		return fmt.Errorf("opening the %s sandbox: %w", name, err)

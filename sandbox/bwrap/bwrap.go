@@ -16,8 +16,9 @@
 // With an image, the image's Workdir and /root contents are copied in at
 // Create. The state directory also holds labels.json (the sandbox's labels)
 // and pid (the host pid and start time of its process tree), which is what
-// Reap reads. A Workdir inside a bound system directory (/usr/src/app) is
-// refused: there is no mount point to make there.
+// the reaping reads (see Owners and reaping). A Workdir inside a bound
+// system directory (/usr/src/app) is refused: there is no mount point to
+// make there.
 //
 // Commands run as root without capabilities (bwrap --cap-drop ALL; setpriv
 // with an empty bounding set for entered processes), so they cannot
@@ -29,7 +30,8 @@
 //
 // Create starts one long-lived bwrap per sandbox whose init waits on a
 // pipe held by this process, so a sandbox dies with its server (bwrap
-// --die-with-parent, and the pipe) and with its state intact for Reap.
+// --die-with-parent, and the pipe) and leaves its state directory and
+// cgroup for the next backend's Open to reap.
 // Exec and Start enter that sandbox with nsenter (mount, PID, UTS, IPC and
 // network namespaces; root and working directory of the sandbox) and
 // setpriv (drop capabilities): measured here, a command through nsenter
@@ -80,6 +82,31 @@
 // sandbox but its init (shells included: make a new Shell after it) and
 // copies the saved trees back. Restoring a small workspace takes
 // milliseconds, far less than a new sandbox with its image copied in.
+//
+// # Owners and reaping
+//
+// Options.Owner defaults to sandbox.NewOwnerID(), a lease on this process
+// ("<hostname>-<pid>-<start time>-<random>"), so every backend has an
+// owner of its own. The owner is in the name of every state directory
+// (<owner>_<id>) and cgroup (nextstate_<owner>_<id>) and in labels.json's
+// sandbox.LabelOwner. Open reaps by mark and sweep, before it returns:
+// it lists the state directories under Options.Dir and the nextstate_
+// cgroups under this process's cgroup, takes each one's owner (from
+// labels.json, else from the name), and removes those of its own owner
+// (an earlier run's, with an explicit owner) and those of every owner that
+// sandbox.OwnerAlive knows (made on this host) and finds ended (a crashed
+// server: its sandboxes died with it, but their directories and cgroups
+// stayed). For each state directory it first kills the process group its
+// pid file records, if that group's leader still runs with the recorded
+// start time, then removes the directory; then it removes the cgroups,
+// killing whatever is left in them. Resources of live owners (other
+// backends, in this process or another) and of unknown owners (explicit
+// ones, or another host's) are never touched, so backends open at once do
+// not reap each other. Reap(ctx, owner) removes one owner's (every
+// owner's for "") state directories and cgroups that no live sandbox of
+// the Backend holds, alive or not. Processes that share a directory must
+// not share an explicit owner: each one's Open would remove the other's
+// sandboxes.
 //
 // # Concurrency
 //
@@ -141,8 +168,11 @@ type Backend struct {
 	closed bool
 }
 
-// Open opens the backend. Options.Owner defaults to a new owner id;
-// Options.Dir to DefaultDir. Hosts is ignored.
+// Open opens the backend. Options.Owner defaults to sandbox.NewOwnerID();
+// Options.Dir to DefaultDir. Hosts is ignored. Before it returns, it reaps
+// its own owner's state directories and cgroups and those of every ended
+// owner of this host (see Owners and reaping); a failure to reap is logged,
+// not returned.
 func Open(ctx context.Context, opts sandbox.Options, o ...Option) (*Backend, error) {
 	var cfg config
 	for _, f := range o {
@@ -153,7 +183,7 @@ func Open(ctx context.Context, opts sandbox.Options, o ...Option) (*Backend, err
 		b.owner = sandbox.NewOwnerID()
 	}
 	if !sandbox.ValidOwner(b.owner) {
-		return nil, fmt.Errorf("bwrap: invalid owner %q (letters, digits and '-', at most 40)", b.owner)
+		return nil, fmt.Errorf("bwrap: invalid owner %q (letters, digits and '-', at most 64)", b.owner)
 	}
 	if b.dir == "" {
 		b.dir = DefaultDir()
@@ -184,7 +214,27 @@ func Open(ctx context.Context, opts sandbox.Options, o ...Option) (*Backend, err
 	} else {
 		slog.Info("bwrap: no writable cgroups; limits fall back to rlimits", "reason", b.why)
 	}
+	if n, err := b.reapAtOpen(ctx); err != nil {
+		slog.Warn("bwrap: reaping at open", "err", err)
+	} else if n > 0 {
+		slog.Info("bwrap: reaped orphans at open", "removed", n)
+	}
 	return b, nil
+}
+
+// reapAtOpen removes, by mark and sweep, the state directories and
+// cgroups of this backend's own owner (an earlier run's, when the owner is
+// explicit) and those of every owner that sandbox.OwnerAlive knows and
+// finds ended (a crashed process of this host). Live and unknown owners'
+// are kept.
+func (b *Backend) reapAtOpen(ctx context.Context) (int, error) {
+	return b.sweep(ctx, func(owner string) bool {
+		if owner == b.owner {
+			return true
+		}
+		alive, known := sandbox.OwnerAlive(owner)
+		return known && !alive
+	})
 }
 
 // Name implements sandbox.Backend.
@@ -360,14 +410,30 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 
 // Reap implements sandbox.Backend: it removes the state directories and
 // cgroups of owner that no live sandbox of this Backend holds, killing
-// their process trees first. owner "" reaps every owner's.
+// their process trees first. owner "" reaps every owner's. It does not ask
+// whether owner is alive.
 func (b *Backend) Reap(ctx context.Context, owner string) (int, error) {
-	ents, err := os.ReadDir(b.dir)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return 0, nil
+	return b.sweep(ctx, func(o string) bool { return owner == "" || o == owner })
+}
+
+// sweep removes the state directories under the backend's directory, and
+// the cgroups under the backend's cgroup, whose owner pick chooses and
+// whose sandbox no live sandbox of this Backend is: for each directory it
+// kills the process group its pid file records (when that still runs),
+// then removes the directory; then it removes the cgroups, killing what is
+// left in them. A directory's owner is the owner label of its labels.json
+// (its name's, "<owner>_<id>", when that is missing); a cgroup's is its
+// name's, "nextstate_<owner>_<id>". pick is asked once per owner. It
+// reports how many state directories it removed.
+func (b *Backend) sweep(ctx context.Context, pick func(owner string) bool) (int, error) {
+	picked := map[string]bool{}
+	choose := func(owner string) bool {
+		p, ok := picked[owner]
+		if !ok {
+			p = pick(owner)
+			picked[owner] = p
 		}
-		return 0, fmt.Errorf("bwrap: reap: %w", err)
+		return p
 	}
 	held := func(id string) bool {
 		b.mu.Lock()
@@ -375,31 +441,57 @@ func (b *Backend) Reap(ctx context.Context, owner string) (int, error) {
 		_, ok := b.live[id]
 		return ok
 	}
-	n := 0
 	var errs []error
+	ents, err := os.ReadDir(b.dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, fmt.Errorf("bwrap: reap: %w", err))
+	}
+	n := 0
 	for _, e := range ents {
 		o, id, ok := strings.Cut(e.Name(), "_")
-		if !e.IsDir() || !ok || (owner != "" && o != owner) || held(id) {
+		if !e.IsDir() || !ok || held(id) {
 			continue
 		}
 		dir := filepath.Join(b.dir, e.Name())
+		if l := readLabelOwner(dir); l != "" {
+			o = l
+		}
+		if !choose(o) {
+			continue
+		}
 		if pf, err := readPidFile(dir); err == nil {
 			pf.kill()
 		}
 		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, err)
-			continue
+			if _, serr := os.Lstat(dir); !errors.Is(serr, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("bwrap: reap: %w", err))
+				continue
+			} // another reaper removed it meanwhile
 		}
 		n++
 	}
 	if b.cg != nil {
-		for _, cg := range b.cg.orphans(owner, held) {
+		for _, cg := range b.cg.orphans(choose, held) {
 			if err := cg.remove(ctx); err != nil {
 				errs = append(errs, err)
 			}
 		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// readLabelOwner returns the owner label of a state directory's
+// labels.json; "" when it cannot be read.
+func readLabelOwner(dir string) string {
+	raw, err := os.ReadFile(filepath.Join(dir, "labels.json"))
+	if err != nil {
+		return ""
+	}
+	var l map[string]string
+	if json.Unmarshal(raw, &l) != nil {
+		return ""
+	}
+	return l[sandbox.LabelOwner]
 }
 
 // Close implements sandbox.Backend: it closes every sandbox it made.

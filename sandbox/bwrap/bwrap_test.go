@@ -281,11 +281,12 @@ func TestLabels(t *testing.T) {
 	}
 }
 
-// TestReap plays a crash: a second backend of the same owner (the server
-// after a restart) reaps what the first one left, and keeps its own.
+// TestReap: Reap(owner) removes what a crashed backend of the same owner
+// left and keeps the sandboxes its own Backend holds.
 func TestReap(t *testing.T) {
 	ctx := context.Background()
-	crashed := open(t)
+	restarted := open(t)
+	crashed := open(t) // opened after restarted, before any sandbox: reaps nothing
 	orphan, err := crashed.Create(ctx, sandbox.Spec{})
 	if err != nil {
 		t.Fatal(err)
@@ -293,7 +294,6 @@ func TestReap(t *testing.T) {
 	if _, err := orphan.Exec(ctx, sandbox.ExecRequest{Script: "(sleep 4248 >/dev/null 2>&1 &)"}); err != nil {
 		t.Fatal(err)
 	}
-	restarted := open(t)
 	mine, err := restarted.Create(ctx, sandbox.Spec{})
 	if err != nil {
 		t.Fatal(err)
@@ -308,13 +308,7 @@ func TestReap(t *testing.T) {
 	if _, err := os.Stat(orphan.(*bwrap.Sandbox).StateDir()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("orphan state directory: %v", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for orphan.(*bwrap.Sandbox).IsValid() {
-		if time.Now().After(deadline) {
-			t.Fatal("orphan still runs after Reap")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitInvalid(t, orphan)
 	if r, err := mine.Exec(ctx, sandbox.ExecRequest{Script: "echo alive"}); err != nil || string(r.Stdout) != "alive\n" {
 		t.Errorf("Reap touched a live sandbox: %v %q", err, r.Stdout)
 	}
@@ -323,8 +317,244 @@ func TestReap(t *testing.T) {
 	}
 }
 
+// TestReapOwnAtOpen: Open with an explicit owner removes what an earlier
+// backend of that owner left.
+func TestReapOwnAtOpen(t *testing.T) {
+	ctx := context.Background()
+	crashed := open(t)
+	orphan, err := crashed.Create(ctx, sandbox.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := orphan.Exec(ctx, sandbox.ExecRequest{Script: "(sleep 4249 >/dev/null 2>&1 &)"}); err != nil {
+		t.Fatal(err)
+	}
+	restarted := open(t)
+	if _, err := os.Stat(orphan.(*bwrap.Sandbox).StateDir()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("orphan state directory after Open: %v", err)
+	}
+	waitInvalid(t, orphan)
+	if n, err := restarted.Reap(ctx, testOwner); err != nil || n != 0 {
+		t.Errorf("Reap after Open: %d, %v", n, err)
+	}
+	if err := orphan.Close(ctx); err != nil {
+		t.Errorf("Close of a reaped sandbox: %v", err)
+	}
+}
+
+func waitInvalid(t *testing.T, sb sandbox.Sandbox) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for sb.(*bwrap.Sandbox).IsValid() {
+		if time.Now().After(deadline) {
+			t.Fatal("orphan still runs after it was reaped")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// openDefault opens a backend with the default owner (a lease on this
+// process) in the test directory.
+func openDefault(t *testing.T) *bwrap.Backend {
+	t.Helper()
+	b, err := bwrap.Open(context.Background(), sandbox.Options{Dir: testDir})
+	if errors.Is(err, sandbox.ErrUnavailable) {
+		t.Skipf("bwrap backend unavailable here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(context.Background()); err != nil {
+			t.Errorf("backend Close: %v", err)
+		}
+	})
+	return b
+}
+
+// cgroupsOf lists the cgroup directories of a sandbox, in every hierarchy.
+func cgroupsOf(owner, id string) []string {
+	var out []string
+	for _, pat := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/*", "/sys/fs/cgroup/*/*", "/sys/fs/cgroup/*/*/*", "/sys/fs/cgroup/*/*/*/*"} {
+		m, _ := filepath.Glob(pat + "/nextstate_" + owner + "_" + id)
+		out = append(out, m...)
+	}
+	return out
+}
+
+func execEcho(t *testing.T, sb sandbox.Sandbox, what string) {
+	t.Helper()
+	r, err := sb.Exec(context.Background(), sandbox.ExecRequest{Script: "echo alive"})
+	if err != nil || string(r.Stdout) != "alive\n" {
+		t.Errorf("%s: %v %q", what, err, r.Stdout)
+	}
+}
+
+// TestReapEndedOwner plays a crash with default owners: a server (a child
+// process) opens a backend, makes a sandbox and is killed; the next
+// backend opened here removes its state directory and cgroup at Open,
+// while the sandboxes of backends that are open (in this process, and the
+// child's while it lived) stay.
+func TestReapEndedOwner(t *testing.T) {
+	ctx := context.Background()
+	if os.Getenv("BWRAP_TEST_CHILD") == "1" {
+		b, err := bwrap.Open(ctx, sandbox.Options{Dir: testDir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb, err := b.Create(ctx, sandbox.Spec{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sb.Exec(ctx, sandbox.ExecRequest{Script: "(sleep 4250 >/dev/null 2>&1 &)"}); err != nil {
+			t.Fatal(err)
+		}
+		s := sb.(*bwrap.Sandbox)
+		fmt.Printf("ORPHAN %s %s %s\n", b.Owner(), s.ID(), s.StateDir())
+		os.Stdout.Sync()
+		select {} // killed by the parent
+	}
+	live := openDefault(t)
+	keep, err := live.Create(ctx, sandbox.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer keep.Close(ctx)
+	mode, _ := live.LimitsMode()
+	t.Logf("limits: %s", mode)
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestReapEndedOwner$")
+	cmd.Env = append(os.Environ(), "BWRAP_TEST_CHILD=1", "BWRAP_TEST_DIR="+testDir, "BWRAP_TEST_OWNER="+testOwner)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var owner, id, state string
+	if _, err := fmt.Fscanf(out, "ORPHAN %s %s %s\n", &owner, &id, &state); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("child: %v", err)
+	}
+	if owner == live.Owner() || !strings.HasPrefix(state, testDir) {
+		t.Errorf("child owner %s (mine %s), state %s", owner, live.Owner(), state)
+	}
+	if alive, known := sandbox.OwnerAlive(owner); !alive || !known {
+		t.Errorf("OwnerAlive(%s) while the child runs: %v, %v", owner, alive, known)
+	}
+	execEcho(t, keep, "the child's Open touched this process's sandbox")
+	if mode != bwrap.ModeRlimit && len(cgroupsOf(owner, id)) == 0 {
+		t.Errorf("no cgroup of the child's sandbox (mode %s)", mode)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if alive, known := sandbox.OwnerAlive(owner); alive || !known {
+		t.Errorf("OwnerAlive(%s) after the child was killed: %v, %v", owner, alive, known)
+	}
+	if _, err := os.Stat(state); err != nil {
+		t.Fatalf("the crashed server's state directory is gone before any Open: %v", err)
+	}
+
+	fresh := openDefault(t)
+	if _, err := os.Stat(state); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the crashed server's state directory after Open: %v", err)
+	}
+	if cgs := cgroupsOf(owner, id); len(cgs) > 0 {
+		t.Errorf("the crashed server's cgroups after Open: %v", cgs)
+	}
+	execEcho(t, keep, "Open reaped a live backend's sandbox")
+	mine, err := fresh.Create(ctx, sandbox.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mine.Close(ctx)
+	// Two more backends open at once: neither reaps the others'.
+	third := openDefault(t)
+	other, err := third.Create(ctx, sandbox.Spec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	openDefault(t)
+	for what, sb := range map[string]sandbox.Sandbox{"first": keep, "second": mine, "third": other} {
+		execEcho(t, sb, "the "+what+" backend's sandbox after later Opens")
+	}
+}
+
+// TestReapEndedOwnerKillsGroup: a state directory whose owner has ended
+// but whose recorded process group still runs (with the recorded start
+// time) has that group killed, then is removed; the directories of a live
+// owner and of an unknown one stay.
+func TestReapEndedOwnerKillsGroup(t *testing.T) {
+	open(t) // skips when unavailable
+	self := sandbox.NewOwnerID()
+	parts := strings.Split(self, "-")
+	host, start := strings.Join(parts[:len(parts)-3], "-"), parts[len(parts)-2]
+	dead := host + "-4194305-" + start + "-deadbeef" // above any pid_max
+	if alive, known := sandbox.OwnerAlive(dead); alive || !known {
+		t.Fatalf("OwnerAlive(%s) = %v, %v", dead, alive, known)
+	}
+	sleeper := exec.Command("sleep", "4251")
+	sleeper.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- sleeper.Wait() }()
+	defer func() {
+		sleeper.Process.Kill()
+		<-waited
+	}()
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", sleeper.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:]))
+	fake := func(owner, id string, pid string) string {
+		dir := filepath.Join(testDir, owner+"_"+id)
+		if err := os.MkdirAll(filepath.Join(dir, "workspace"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		l, _ := json.Marshal(map[string]string{sandbox.LabelOwner: owner})
+		os.WriteFile(filepath.Join(dir, "labels.json"), l, 0o600)
+		if pid != "" {
+			os.WriteFile(filepath.Join(dir, "pid"), []byte(pid), 0o600)
+		}
+		return dir
+	}
+	pgid := sleeper.Process.Pid
+	deadDir := fake(dead, "bwfake1", fmt.Sprintf(`{"pgid":%d,"pid1":%d,"start":%s}`, pgid, pgid, f[19]))
+	deadNoPid := fake(dead, "bwfake2", "")
+	liveDir := fake(self, "bwfake3", "")
+	unknownDir := fake("bwtest-unknown", "bwfake4", "")
+	defer os.RemoveAll(liveDir)
+	defer os.RemoveAll(unknownDir)
+
+	openDefault(t)
+	for _, d := range []string{deadDir, deadNoPid} {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the ended owner's %s after Open: %v", filepath.Base(d), err)
+		}
+	}
+	for _, d := range []string{liveDir, unknownDir} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s after Open: %v", filepath.Base(d), err)
+		}
+	}
+	select {
+	case err := <-waited:
+		waited <- err
+	case <-time.After(10 * time.Second):
+		t.Errorf("the ended owner's process group still runs")
+	}
+}
+
 // TestDiesWithParent: a sandbox whose server is killed does not outlive
-// it, and its state directory stays for Reap.
+// it, and its state directory stays until a backend of the same owner
+// opens.
 func TestDiesWithParent(t *testing.T) {
 	if os.Getenv("BWRAP_TEST_CHILD") == "1" {
 		b, err := bwrap.Open(context.Background(), sandbox.Options{Owner: testOwner, Dir: testDir})
@@ -335,7 +565,7 @@ func TestDiesWithParent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fmt.Printf("PID1 %d\n", sb.(*bwrap.Sandbox).PID())
+		fmt.Printf("PID1 %d %s\n", sb.(*bwrap.Sandbox).PID(), sb.(*bwrap.Sandbox).StateDir())
 		os.Stdout.Sync()
 		select {} // killed by the parent
 	}
@@ -350,7 +580,8 @@ func TestDiesWithParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pid1 int
-	if _, err := fmt.Fscanf(out, "PID1 %d\n", &pid1); err != nil {
+	var state string
+	if _, err := fmt.Fscanf(out, "PID1 %d %s\n", &pid1, &state); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
 		t.Fatalf("child: %v", err)
@@ -364,8 +595,11 @@ func TestDiesWithParent(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	b := open(t)
-	if n, err := b.Reap(context.Background(), testOwner); err != nil || n < 1 {
-		t.Errorf("Reap after the crash: %d, %v", n, err)
+	if _, err := os.Stat(state); err != nil {
+		t.Errorf("state directory after the crash: %v", err)
+	}
+	open(t)
+	if _, err := os.Stat(state); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("state directory after Open of the same owner: %v", err)
 	}
 }

@@ -293,9 +293,9 @@ func (cg *cgroup) usage() sandbox.Usage {
 	return u
 }
 
-// orphans lists the cgroups of owner (every owner when "") whose sandbox id
+// orphans lists the cgroups whose owner pick chooses and whose sandbox id
 // keep does not hold.
-func (c *cgroups) orphans(owner string, keep func(id string) bool) []*cgroup {
+func (c *cgroups) orphans(pick func(owner string) bool, keep func(id string) bool) []*cgroup {
 	byName := map[string]*cgroup{}
 	var names []string
 	for _, b := range c.bases {
@@ -310,7 +310,7 @@ func (c *cgroups) orphans(owner string, keep func(id string) bool) []*cgroup {
 				continue
 			}
 			o, id, ok := strings.Cut(rest, "_")
-			if !ok || (owner != "" && o != owner) || keep(id) {
+			if !ok || keep(id) || !pick(o) {
 				continue
 			}
 			cg := byName[n]

@@ -28,11 +28,6 @@ const Name = "docker"
 // `nextstate image build` makes (package sandbox/image).
 const DefaultImage = image.Base
 
-// DefaultOwner labels resources when Options.Owner is empty. Servers that
-// share an engine must set distinct owners: Open and Close remove every
-// container of their owner that they do not hold.
-const DefaultOwner = "nextstate"
-
 // Labels this backend adds besides sandbox.LabelOwner.
 const (
 	// LabelSandbox is the sandbox's ID, on its containers.
@@ -106,11 +101,15 @@ type Engine struct {
 var _ sandbox.Backend = (*Backend)(nil)
 
 // Open connects to every engine of opts.Hosts (default $DOCKER_HOST or
-// DefaultHost), keeps those that answer within 10 s, and removes the
-// containers and snapshot images labelled with its owner (orphans of an
-// earlier run). It fails with an error wrapping sandbox.ErrUnavailable when
-// no engine answers; engines that do not answer while others do are left
-// out, with a warning in the log.
+// DefaultHost), keeps those that answer within 10 s, and reaps on each of
+// them: it removes the containers and snapshot images labelled with its
+// owner (an earlier run's, when the owner is explicit) and those labelled
+// with any owner that sandbox.OwnerAlive knows (made on this host) and
+// finds ended (a crashed process's); see the package doc. opts.Owner
+// defaults to sandbox.NewOwnerID(). It fails with an error wrapping
+// sandbox.ErrUnavailable when no engine answers; engines that do not
+// answer while others do are left out, with a warning in the log. A
+// failure to reap is logged, not returned.
 func Open(ctx context.Context, opts sandbox.Options) (*Backend, error) {
 	b := &Backend{
 		owner: opts.Owner,
@@ -120,10 +119,10 @@ func Open(ctx context.Context, opts sandbox.Options) (*Backend, error) {
 		held:  map[string]struct{}{},
 	}
 	if b.owner == "" {
-		b.owner = DefaultOwner
+		b.owner = sandbox.NewOwnerID()
 	}
 	if !sandbox.ValidOwner(b.owner) {
-		return nil, fmt.Errorf("docker: invalid owner %q: want 1 to 40 letters, digits and '-'", b.owner)
+		return nil, fmt.Errorf("docker: invalid owner %q: want 1 to 64 letters, digits and '-'", b.owner)
 	}
 	hosts := opts.Hosts
 	if len(hosts) == 0 {
@@ -154,12 +153,26 @@ func Open(ctx context.Context, opts sandbox.Options) (*Backend, error) {
 	for _, err := range errs {
 		b.log.Warn("docker engine left out", "err", err)
 	}
-	if n, err := b.Reap(ctx, b.owner); err != nil {
+	if n, err := b.reapAtOpen(ctx); err != nil {
 		b.log.Warn("reaping at open", "err", err)
 	} else if n > 0 {
 		b.log.Info("reaped orphans at open", "removed", n)
 	}
 	return b, nil
+}
+
+// reapAtOpen removes, on every engine, the containers and snapshot images
+// of this backend's own owner and of every owner of this host that has
+// ended (sandbox.OwnerAlive: known and not alive). Live and unknown
+// owners' are kept.
+func (b *Backend) reapAtOpen(ctx context.Context) (int, error) {
+	return b.sweep(ctx, "", func(owner string) bool {
+		if owner == b.owner {
+			return true
+		}
+		alive, known := sandbox.OwnerAlive(owner)
+		return known && !alive
+	})
 }
 
 func openEngine(ctx context.Context, host string) (*engine, error) {
@@ -311,23 +324,48 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec) (*Sandbox, erro
 // not hold, and the snapshot images labelled with owner that no live
 // Snapshot holds, on every engine. An image still used by a container is
 // left for a later Reap. It returns how many containers and images it
-// removed.
+// removed. It does not ask whether owner is alive.
 func (b *Backend) Reap(ctx context.Context, owner string) (int, error) {
 	if owner == "" {
 		return 0, errors.New("docker: reap: empty owner")
+	}
+	return b.sweep(ctx, owner, func(string) bool { return true })
+}
+
+// sweep is the mark and sweep of Reap and Open, on every engine: it lists
+// the containers, then the snapshot images, that carry the owner label
+// (with the value owner, or any value when owner is ""), keeps those whose
+// owner pick does not choose and those this Backend holds, and removes the
+// rest. pick is asked once per owner.
+func (b *Backend) sweep(ctx context.Context, owner string, pick func(owner string) bool) (int, error) {
+	picked := map[string]bool{}
+	choose := func(o string) bool {
+		p, ok := picked[o]
+		if !ok {
+			p = pick(o)
+			picked[o] = p
+		}
+		return p
+	}
+	label := sandbox.LabelOwner
+	if owner != "" {
+		label += "=" + owner
 	}
 	n := 0
 	var errs []error
 	for _, e := range b.engines {
 		list, err := e.cli.ContainerList(ctx, client.ContainerListOptions{
 			All:     true,
-			Filters: make(client.Filters).Add("label", sandbox.LabelOwner+"="+owner),
+			Filters: make(client.Filters).Add("label", label),
 		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: listing containers: %w", e.host, err))
 			continue
 		}
 		for _, c := range list.Items {
+			if !choose(c.Labels[sandbox.LabelOwner]) {
+				continue
+			}
 			if len(c.Names) > 0 && b.holds(strings.TrimPrefix(c.Names[0], "/")) {
 				continue
 			}
@@ -341,14 +379,14 @@ func (b *Backend) Reap(ctx context.Context, owner string) (int, error) {
 			}
 		}
 		imgs, err := e.cli.ImageList(ctx, client.ImageListOptions{
-			Filters: make(client.Filters).Add("label", sandbox.LabelOwner+"="+owner, LabelSnapshot),
+			Filters: make(client.Filters).Add("label", label, LabelSnapshot),
 		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: listing images: %w", e.host, err))
 			continue
 		}
 		for _, im := range imgs.Items {
-			if b.holds(im.Labels[LabelSnapshot]) {
+			if !choose(im.Labels[sandbox.LabelOwner]) || b.holds(im.Labels[LabelSnapshot]) {
 				continue
 			}
 			_, err := e.cli.ImageRemove(ctx, im.ID, client.ImageRemoveOptions{Force: true, PruneChildren: true})

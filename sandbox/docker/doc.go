@@ -88,16 +88,31 @@
 // shim). Release removes the snapshot's image once no container made from
 // it remains.
 //
-// # Labels, reaping and closing
+// # Owners, labels, reaping and closing
 //
-// Every container and snapshot image carries sandbox.LabelOwner. Reap lists
-// them on every engine by that label and removes those the Backend does not
-// hold, marking by name before the engine creates anything so that a
-// concurrent Create is never swept; Open reaps its owner's orphans (a
-// crashed run's), and Close reaps again after it has closed every sandbox
-// and released every snapshot. Servers that share an engine must use
-// distinct owners (sandbox.NewOwnerID). Sandbox.Close removes the container
-// (and its standby); it is idempotent.
+// Every container and snapshot image carries sandbox.LabelOwner, the
+// Backend's owner. Options.Owner defaults to sandbox.NewOwnerID(), a lease
+// on the process that opened the Backend ("<hostname>-<pid>-<start
+// time>-<random>"), so each Backend has an owner of its own and processes
+// that share an engine (a serve and a `tasks validate`, two test binaries)
+// keep apart. Open reaps by mark and sweep on every engine: it lists the
+// containers and snapshot images that carry the owner label and removes
+// those of its own owner (an earlier run's, when the owner is explicit)
+// and those of every owner that sandbox.OwnerAlive knows (made by a
+// process of this hostname) and finds ended (the process is gone, or its
+// pid now names a process with another start time); containers go first,
+// then images. Resources of live owners and of unknown owners (explicit
+// ones, other hosts') are never touched, so Backends open at once, in one
+// process or several, do not reap each other, and what a crashed process
+// left is removed by the next Backend opened on this host. Reap(ctx, owner)
+// lists them by one owner's label and removes those the Backend does not
+// hold, whether that owner is alive or not, marking by name before the
+// engine creates anything so that a concurrent Create is never swept;
+// Close reaps its own owner again after it has closed every sandbox and
+// released every snapshot. Processes that share an engine must not share
+// an explicit owner (--set sandbox.owner=NAME): each one's Open would
+// remove the other's containers. Sandbox.Close removes the container (and
+// its standby); it is idempotent.
 //
 // # Concurrency
 //

@@ -191,8 +191,8 @@ func tail(s string, n int) string {
 }
 
 // TestMultiEngine: sandboxes spread over two engines by load, an image
-// found on one engine only sends a sandbox there, and Reap and Close work
-// on both.
+// found on one engine only sends a sandbox there, and Reap, the reaping at
+// Open and Close work on both.
 func TestMultiEngine(t *testing.T) {
 	host2 := startEngine2(t)
 	host1 := DefaultHost
@@ -271,6 +271,16 @@ func TestMultiEngine(t *testing.T) {
 	}
 	if _, err := cli2.ContainerInspect(ctx, orphan.ID, client.ContainerInspectOptions{}); !cerrdefs.IsNotFound(err) {
 		t.Errorf("the orphan on the second engine: %v", err)
+	}
+	// An ended owner's container on the second engine is removed when a
+	// backend with a default owner opens on both; b's sandboxes stay.
+	ended := labelled(t, cli2, endedOwner(t))
+	openDefault(t, host1, host2)
+	if _, err := cli2.ContainerInspect(ctx, ended, client.ContainerInspectOptions{}); !cerrdefs.IsNotFound(err) {
+		t.Errorf("the ended owner's container on the second engine: %v", err)
+	}
+	if r := execOK(t, sb2, "echo alive"); string(r.Stdout) != "alive\n" {
+		t.Errorf("a live backend's sandbox on the second engine: %q", r.Stdout)
 	}
 	// Close leaves nothing on either engine.
 	owner := b.Owner()

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +23,45 @@ const testOwnerPrefix = "nstest-"
 
 // skipReason says why the tests that need an engine skip; "" when they run.
 var skipReason string
+
+// childOwners are the owners of the child processes the tests start and
+// kill; the leak check looks for their resources too.
+var (
+	childOwnersMu sync.Mutex
+	childOwners   = map[string]bool{}
+)
+
+// ownedHere reports whether owner is one the leak check looks for: a test
+// owner, a default owner of this process, or a child's.
+func ownedHere(owner string) bool {
+	if strings.HasPrefix(owner, testOwnerPrefix) {
+		return true
+	}
+	if p := strings.Split(owner, "-"); len(p) >= 4 && p[len(p)-3] == strconv.Itoa(os.Getpid()) {
+		if _, known := sandbox.OwnerAlive(owner); known {
+			return true
+		}
+	}
+	childOwnersMu.Lock()
+	defer childOwnersMu.Unlock()
+	return childOwners[owner]
+}
+
+// endedOwner returns an owner id of this host whose process has ended
+// (its pid lies above any pid_max), as a crashed server's reads.
+func endedOwner(t testing.TB) string {
+	t.Helper()
+	p := strings.Split(sandbox.NewOwnerID(), "-")
+	if len(p) < 4 {
+		t.Skip("owner ids here are not leases (no /proc)")
+	}
+	p[len(p)-3] = "4194305"
+	owner := strings.Join(p, "-")
+	if alive, known := sandbox.OwnerAlive(owner); alive || !known {
+		t.Fatalf("OwnerAlive(%s) = %v, %v; want an ended, known owner", owner, alive, known)
+	}
+	return owner
+}
 
 func TestMain(m *testing.M) {
 	skipReason = probeEngine()
@@ -51,8 +92,8 @@ func probeEngine() string {
 	return ""
 }
 
-// leftovers lists containers and snapshot images of any test owner, on the
-// default engine.
+// leftovers lists containers and snapshot images of any owner of these
+// tests (ownedHere), on the default engine.
 func leftovers() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -67,7 +108,7 @@ func leftovers() string {
 		return err.Error()
 	}
 	for _, c := range cs.Items {
-		if strings.HasPrefix(c.Labels[sandbox.LabelOwner], testOwnerPrefix) {
+		if ownedHere(c.Labels[sandbox.LabelOwner]) {
 			out = append(out, fmt.Sprintf("container %s %v (owner %s)", shortID(c.ID), c.Names, c.Labels[sandbox.LabelOwner]))
 		}
 	}
@@ -76,7 +117,7 @@ func leftovers() string {
 		return err.Error()
 	}
 	for _, im := range is.Items {
-		if strings.HasPrefix(im.Labels[sandbox.LabelOwner], testOwnerPrefix) {
+		if ownedHere(im.Labels[sandbox.LabelOwner]) {
 			out = append(out, fmt.Sprintf("image %s (owner %s)", shortID(im.ID), im.Labels[sandbox.LabelOwner]))
 		}
 	}
@@ -102,6 +143,25 @@ func openBackend(t testing.TB, hosts ...string) *Backend {
 	t.Helper()
 	needEngine(t)
 	b, err := Open(testCtx(t), sandbox.Options{Owner: testOwnerPrefix + newID(), Hosts: hosts})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := b.Close(ctx); err != nil {
+			t.Errorf("Backend.Close: %v", err)
+		}
+	})
+	return b
+}
+
+// openDefault opens a backend with the default owner (a lease on this
+// process), closed when the test ends.
+func openDefault(t testing.TB, hosts ...string) *Backend {
+	t.Helper()
+	needEngine(t)
+	b, err := Open(testCtx(t), sandbox.Options{Hosts: hosts})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
