@@ -8,7 +8,7 @@ LDFLAGS   := -s -w -X github.com/nextstate-rl/nextstate/server.Version=$(VERSION
 FUZZTIME  ?= 10s
 PKGS      := ./...
 
-.PHONY: all deps build image demo test unit race fuzz leaks bench bench-ws bench-sandbox vet clean
+.PHONY: all deps build image demo test unit race fuzz leaks leaks-start bench bench-ws bench-sandbox vet clean
 
 all: build
 
@@ -33,15 +33,18 @@ demo: build
 # run of the wire decoder. Nothing skips in CI: deps.sh installs every
 # component the tests need and starts dockerd, and `image` builds the base
 # image the sandbox tests run.
-test: deps image vet race fuzz leaks
+test: deps image leaks-start vet race fuzz leaks
 
 vet:
 	$(GO) vet $(PKGS)
 
 # Nothing the tests started may outlive them: containers, images, processes,
 # temporary directories.
+leaks-start:
+	scripts/check-leaks.sh start .leaks-baseline
+
 leaks:
-	scripts/check-leaks.sh
+	scripts/check-leaks.sh check .leaks-baseline
 
 unit:
 	$(GO) test -count=1 $(PKGS)

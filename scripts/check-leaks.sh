@@ -1,41 +1,45 @@
 #!/usr/bin/env bash
-# Run after the test suite: fails if anything the project starts was left
-# behind — containers or snapshot images carrying nextstate's owner label,
-# bwrap or Xvfb/Chromium processes, the bwrap backend's state directories.
+# Nothing the test suite starts may outlive it. `check-leaks.sh start FILE`
+# records what exists before the tests (a machine may carry leftovers of
+# earlier, killed runs); `check-leaks.sh check FILE` then fails on anything
+# new: containers or images carrying nextstate's owner label, bwrap, Xvfb or
+# Chromium processes, the project's temporary directories.
 set -u
-fail=0
-if command -v docker >/dev/null 2>&1 && timeout 10 docker info >/dev/null 2>&1; then
-  c=$(docker ps -aq --filter label=nextstate.owner | wc -l)
-  if [ "$c" -gt 0 ]; then
-    echo "leak: $c containers with a nextstate.owner label:" >&2
-    docker ps -a --filter label=nextstate.owner --format '{{.ID}} {{.Image}} {{.Labels}}' >&2
-    fail=1
+mode=${1:-check}
+base=${2:-.leaks-baseline}
+
+snapshot() {
+  if command -v docker >/dev/null 2>&1 && timeout 10 docker info >/dev/null 2>&1; then
+    docker ps -aq --no-trunc --filter label=nextstate.owner | sed 's/^/container /'
+    docker images -q --no-trunc --filter label=nextstate.owner | sed 's/^/image /'
   fi
-  i=$(docker images -q --filter label=nextstate.owner | wc -l)
-  if [ "$i" -gt 0 ]; then
-    echo "leak: $i images with a nextstate.owner label (snapshots)" >&2
-    fail=1
+  for p in bwrap Xvfb chromium chromium-headless-shell; do
+    pgrep -x "$p" 2>/dev/null | sed "s/^/process $p /"
+  done
+  tmp=${TMPDIR:-/tmp}
+  find "$tmp" -maxdepth 1 -name 'nextstate-*' ! -name nextstate-bwrap 2>/dev/null | sed 's/^/dir /'
+  find "$tmp/nextstate-bwrap" -mindepth 1 -maxdepth 1 2>/dev/null | sed 's/^/dir /'
+}
+
+case "$mode" in
+start)
+  snapshot | sort >"$base"
+  n=$(wc -l <"$base")
+  [ "$n" -gt 0 ] && echo "leaks: $n leftovers of earlier runs are not counted (see $base)"
+  exit 0
+  ;;
+check)
+  [ -f "$base" ] || : >"$base"
+  new=$(snapshot | sort | comm -13 "$base" -)
+  if [ -n "$new" ]; then
+    echo "leak: left behind by the tests:" >&2
+    echo "$new" >&2
+    exit 1
   fi
-fi
-for p in bwrap Xvfb chromium chromium-headless-shell; do
-  n=$(pgrep -xc "$p" 2>/dev/null || true)
-  if [ -n "$n" ] && [ "$n" -gt 0 ]; then
-    echo "leak: $n $p processes" >&2
-    pgrep -ax "$p" >&2
-    fail=1
-  fi
-done
-tmp=${TMPDIR:-/tmp}
-d=$(find "$tmp/nextstate-bwrap" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
-if [ "$d" -gt 0 ]; then
-  echo "leak: $d bwrap state directories under $tmp/nextstate-bwrap" >&2
-  fail=1
-fi
-left=$(find "$tmp" -maxdepth 1 -name 'nextstate-*' ! -name nextstate-bwrap 2>/dev/null)
-if [ -n "$left" ]; then
-  echo "leak: temporary directories of the project:" >&2
-  echo "$left" >&2
-  fail=1
-fi
-[ "$fail" -eq 0 ] && echo "no leaks: no labelled containers or images, no bwrap/Xvfb/Chromium processes, no bwrap state or temporary directories"
-exit "$fail"
+  echo "no leaks: no new labelled containers or images, bwrap/Xvfb/Chromium processes or temporary directories"
+  ;;
+*)
+  echo "usage: $0 start|check [FILE]" >&2
+  exit 2
+  ;;
+esac
