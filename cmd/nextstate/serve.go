@@ -115,19 +115,10 @@ func runServe(ctx context.Context, f serveFlags) error {
 		return err
 	}
 	log.Info("serving", "addr", ln.Addr().String(), "data", f.dataDir, "envs", gym.Kinds(), "auth", token != "")
-	if f.readyFile != "" {
-		// Written whole, then renamed, so a watcher never reads half of it.
-		tmp := f.readyFile + ".tmp"
-		if err := os.WriteFile(tmp, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
-			ln.Close()
-			srv.Shutdown(context.Background())
-			return err
-		}
-		if err := os.Rename(tmp, f.readyFile); err != nil {
-			ln.Close()
-			srv.Shutdown(context.Background())
-			return err
-		}
+	if err := writeReadyFile(f.readyFile, ln.Addr().String()); err != nil {
+		ln.Close()
+		srv.Shutdown(context.Background())
+		return err
 	}
 	sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

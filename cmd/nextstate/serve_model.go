@@ -83,16 +83,9 @@ func runServeModel(ctx context.Context, f serveModelFlags) error {
 	}
 	log.Info("serving model", "addr", "http://"+ln.Addr().String()+"/v1", "model", name, "params", m.Config.NumParams(),
 		"backend", be.Name(), "load", time.Since(start).Round(time.Millisecond))
-	if f.readyFile != "" {
-		tmp := f.readyFile + ".tmp"
-		if err := os.WriteFile(tmp, []byte(ln.Addr().String()+"\n"), 0o644); err != nil {
-			ln.Close()
-			return err
-		}
-		if err := os.Rename(tmp, f.readyFile); err != nil {
-			ln.Close()
-			return err
-		}
+	if err := writeReadyFile(f.readyFile, ln.Addr().String()); err != nil {
+		ln.Close()
+		return err
 	}
 	sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

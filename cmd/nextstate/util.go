@@ -47,3 +47,16 @@ func readToken(token, file string) (string, error) {
 	}
 	return t, nil
 }
+
+// writeReadyFile writes addr to path (when path is not empty) once a server
+// listens: written whole, then renamed, so a watcher never reads half of it.
+func writeReadyFile(path, addr string) error {
+	if path == "" {
+		return nil
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(addr+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
