@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -120,6 +121,19 @@ func runServe(ctx context.Context, f serveFlags) error {
 		srv.Shutdown(context.Background())
 		return err
 	}
+	return serveUntilSignal(ctx, log, srv, ln, f.drain)
+}
+
+// servable is what serveUntilSignal runs: nextstate's server, the model
+// server, or an http.Server.
+type servable interface {
+	Serve(ln net.Listener) error
+	Shutdown(ctx context.Context) error
+}
+
+// serveUntilSignal serves on ln until SIGINT or SIGTERM (or ctx ends), then
+// shuts srv down gracefully, waiting at most drain.
+func serveUntilSignal(ctx context.Context, log *slog.Logger, srv servable, ln net.Listener, drain time.Duration) error {
 	sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
@@ -131,9 +145,9 @@ func runServe(ctx context.Context, f serveFlags) error {
 			return err
 		}
 	case <-sig.Done():
-		log.Info("shutting down", "drain", f.drain)
+		log.Info("shutting down", "drain", drain)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), f.drain)
+	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
