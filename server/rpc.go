@@ -3,8 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -427,8 +425,7 @@ func byContent(a gym.Action) gym.Action {
 	for i, p := range a.Parts {
 		norm := func(b gym.Blob) gym.Blob {
 			if len(b.Data) > 0 {
-				sum := sha256.Sum256(b.Data)
-				b.Ref = store.RefPrefix + hex.EncodeToString(sum[:])
+				b.Ref = store.Ref(b.Data)
 			}
 			b.Data, b.Size = nil, 0
 			return b

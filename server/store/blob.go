@@ -23,6 +23,12 @@ const RefPrefix = "sha256:"
 // the store does not hold.
 var ErrBlobNotFound = errors.New("store: blob not found")
 
+// Ref is the reference a blob of data is stored under: "sha256:<hex>".
+func Ref(data []byte) string {
+	sum := sha256.Sum256(data)
+	return RefPrefix + hex.EncodeToString(sum[:])
+}
+
 // PutBlob stores data in the blob directory, once per distinct content, and
 // returns its reference, "sha256:<hex>". The file is written to a temporary
 // name, synced and renamed, so a reader never sees part of it.
@@ -30,9 +36,8 @@ func (s *Store) PutBlob(data []byte) (ref string, err error) {
 	if s.readOnly {
 		return "", ErrReadOnly
 	}
-	sum := sha256.Sum256(data)
-	hx := hex.EncodeToString(sum[:])
-	ref = RefPrefix + hx
+	ref = Ref(data)
+	hx := strings.TrimPrefix(ref, RefPrefix)
 	dir := filepath.Join(s.blobs, hx[:2])
 	path := filepath.Join(dir, hx)
 	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(len(data)) {
