@@ -1,0 +1,83 @@
+package toolcall
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nextstate-rl/nextstate/gym"
+)
+
+// Domain starts episodes of one family of tool-call tasks: tau2 retail,
+// BFCL, the code interpreter. NewKind turns a Domain into a gym kind; the
+// shared Env does the rest (parsing actions, checking calls against the
+// tools' schemas, counting the agent's bad calls, truncating).
+//
+// A Domain that also implements gym.Configurer is configured by the
+// Manager through its kind, and one that implements gym.OracleKind gives
+// its tasks' reference solutions through it.
+type Domain interface {
+	// Start begins an episode of task (its Data and Verifier as the domain
+	// defines them). An error fails the reset; label it with gym.InfraFault
+	// or gym.AgentFault (an unlabelled error is the infrastructure's).
+	Start(ctx context.Context, task *gym.Task, seed int64, opts gym.Options) (Episode, error)
+}
+
+// Episode is one episode's state in a domain. Its methods are called from
+// one goroutine at a time.
+type Episode interface {
+	// Tools are the tools offered in this episode, listed in the reset
+	// observation. Call is only called with a tool of this list, with
+	// arguments that passed its schema.
+	Tools() []Tool
+	// Opening is the text of the reset observation: the instruction, a
+	// policy, the user's first message.
+	Opening() string
+	// Call runs one tool call. A *ToolError (see Errorf) is a failure the
+	// agent reads as the call's result (an order that does not exist); any
+	// other error ends the session as the infrastructure's fault.
+	Call(ctx context.Context, name string, args json.RawMessage) (Result, error)
+	// Say delivers the agent's message to the user and returns the user's
+	// reply; done reports the conversation is over (the episode
+	// terminates).
+	Say(ctx context.Context, message string) (reply string, done bool, err error)
+	// Verify scores the episode after it terminated (gym.Verifier).
+	Verify(ctx context.Context) (float64, gym.Info, error)
+	// Close releases what the episode holds (a sandbox, a user simulator).
+	Close(ctx context.Context) error
+}
+
+// Result is what a tool call returned. End ends the episode after this step
+// (a transfer to a human agent, a final answer tool).
+type Result struct {
+	Content string
+	End     bool
+}
+
+// Answerer is implemented by one-shot episodes (BFCL single-turn): the
+// agent's first action is its whole answer. The Env hands it the calls and
+// message without running or checking them, and terminates the episode.
+type Answerer interface {
+	Answer(calls []gym.ToolCall, message string)
+}
+
+// ToolError is a tool's failure that the agent reads as the call's result,
+// as tau2's tools raise errors ("Error: order not found").
+type ToolError struct{ Message string }
+
+func (e *ToolError) Error() string { return e.Message }
+
+// Errorf returns a *ToolError.
+func Errorf(format string, args ...any) error {
+	return &ToolError{Message: fmt.Sprintf(format, args...)}
+}
+
+// IsToolError reports whether err is (or wraps) a *ToolError, and its message.
+func IsToolError(err error) (string, bool) {
+	var te *ToolError
+	if errors.As(err, &te) {
+		return te.Message, true
+	}
+	return "", false
+}
