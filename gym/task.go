@@ -165,6 +165,9 @@ type TaskFormat struct {
 	Name   string
 	Detect func(dir string) bool
 	Load   func(dir string) (Task, error)
+	// LoadMany, set instead of Load, reads a directory that holds many
+	// tasks (a tau2 domain, a benchmark's data folder).
+	LoadMany func(dir string) ([]Task, error)
 }
 
 var (
@@ -182,47 +185,69 @@ func RegisterTaskFormat(name string, detect func(dir string) bool, load func(dir
 	if name == "" || detect == nil || load == nil {
 		panic("gym: RegisterTaskFormat needs a name, a detect and a load func")
 	}
+	addFormat(TaskFormat{Name: name, Detect: detect, Load: load})
+}
+
+// RegisterSuiteFormat adds a directory format that holds many tasks, such
+// as a tau2 domain folder (db.json, tasks.json, policy.md). It is consulted
+// where RegisterTaskFormat's formats are, and panics likewise.
+func RegisterSuiteFormat(name string, detect func(dir string) bool, load func(dir string) ([]Task, error)) {
+	if name == "" || detect == nil || load == nil {
+		panic("gym: RegisterSuiteFormat needs a name, a detect and a load func")
+	}
+	addFormat(TaskFormat{Name: name, Detect: detect, LoadMany: load})
+}
+
+func addFormat(f TaskFormat) {
 	formatsMu.Lock()
 	defer formatsMu.Unlock()
-	for _, f := range formats {
-		if f.Name == name {
-			panic("gym: RegisterTaskFormat called twice for format " + name)
+	for _, g := range formats {
+		if g.Name == f.Name {
+			panic("gym: a task format named " + f.Name + " is registered twice")
 		}
 	}
-	formats = append(formats, TaskFormat{Name: name, Detect: detect, Load: load})
+	formats = append(formats, f)
 	sort.Slice(formats, func(i, j int) bool { return formats[i].Name < formats[j].Name })
 }
 
 // loadFormat loads dir with the first registered format that detects it;
 // ok is false when none does.
-func loadFormat(dir string) (t Task, ok bool, err error) {
+func loadFormat(dir string) (ts []Task, ok bool, err error) {
 	formatsMu.RLock()
 	fs := append([]TaskFormat(nil), formats...)
 	formatsMu.RUnlock()
 	for _, f := range fs {
-		if f.Detect(dir) {
-			t, err := f.Load(dir)
-			if err != nil {
-				return Task{}, true, fmt.Errorf("%s (%s task): %w", dir, f.Name, err)
-			}
-			if t.Dir == "" {
-				t.Dir = dir
-			}
-			if t.ID == "" {
-				t.ID = filepath.Base(dir)
-			}
-			return t, true, nil
+		if !f.Detect(dir) {
+			continue
 		}
+		if f.LoadMany != nil {
+			ts, err := f.LoadMany(dir)
+			if err != nil {
+				return nil, true, fmt.Errorf("%s (%s tasks): %w", dir, f.Name, err)
+			}
+			return ts, true, nil
+		}
+		t, err := f.Load(dir)
+		if err != nil {
+			return nil, true, fmt.Errorf("%s (%s task): %w", dir, f.Name, err)
+		}
+		if t.Dir == "" {
+			t.Dir = dir
+		}
+		if t.ID == "" {
+			t.ID = filepath.Base(dir)
+		}
+		return []Task{t}, true, nil
 	}
-	return Task{}, false, nil
+	return nil, false, nil
 }
 
 func loadDir(s *Suite, dir string) error {
-	if t, ok, err := loadFormat(dir); ok {
+	if ts, ok, err := loadFormat(dir); ok {
 		if err != nil {
 			return err
 		}
-		s.Tasks = append(s.Tasks, t)
+		s.Tasks = append(s.Tasks, ts...)
 		return nil
 	}
 	entries, err := os.ReadDir(dir)
@@ -233,11 +258,11 @@ func loadDir(s *Suite, dir string) error {
 		p := filepath.Join(dir, e.Name())
 		switch {
 		case e.IsDir():
-			if t, ok, err := loadFormat(p); ok {
+			if ts, ok, err := loadFormat(p); ok {
 				if err != nil {
 					return err
 				}
-				s.Tasks = append(s.Tasks, t)
+				s.Tasks = append(s.Tasks, ts...)
 				continue
 			}
 			for _, n := range []string{"task.yaml", "task.yml", "task.json"} {
