@@ -236,3 +236,28 @@ func Apply(ctx context.Context, s Screen, g gym.GUIAction) error {
 	}
 	return fmt.Errorf("gui: Apply does not handle %q", g.Action)
 }
+
+// InfoElements is the info key under which a page's elements are listed
+// ([]Element), when the session asked for them.
+const InfoElements = "elements"
+
+// ElementsFrom reads the element list from an observation's info, whether
+// it holds []Element (in process) or decoded JSON (from the wire).
+func ElementsFrom(info gym.Info) []Element {
+	switch v := info[InfoElements].(type) {
+	case nil:
+		return nil
+	case []Element:
+		return v
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil
+		}
+		var out []Element
+		if json.Unmarshal(b, &out) != nil {
+			return nil
+		}
+		return out
+	}
+}
