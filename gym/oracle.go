@@ -51,3 +51,10 @@ func (s *script) Next(Observation, Info) (Action, bool, error) {
 	s.n++
 	return s.actions[s.n-1], false, nil
 }
+
+// OracleOptions is implemented by an Oracle that needs its episode reset
+// with certain options (a web page's element list, say); whoever runs the
+// oracle creates or resets the session with them.
+type OracleOptions interface {
+	ResetOptions() Options
+}
