@@ -13,7 +13,8 @@ snapshot() {
     docker ps -aq --no-trunc --filter label=nextstate.owner | sed 's/^/container /'
     docker images -q --no-trunc --filter label=nextstate.owner | sed 's/^/image /'
   fi
-  for p in bwrap Xvfb chromium chromium-headless-shell; do
+  # Process names as the kernel keeps them (15 characters at most).
+  for p in bwrap Xvfb chromium chromium-headle xterm xedit; do
     pgrep -x "$p" 2>/dev/null | sed "s/^/process $p /"
   done
   tmp=${TMPDIR:-/tmp}

@@ -38,9 +38,13 @@ if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
 # tasks on the host's root, so the host needs what tasks use: gcc, make,
 # git, python3 with pytest); util-linux for nsenter/setpriv/prlimit; the
 # trainer's references (PyTorch over OpenBLAS, Jinja2 for the chat template,
-# node and npm for the tokenizer reference).
+# node and npm for the tokenizer reference); the GUI envs' browser
+# (chromium-headless-shell, with fonts) and desktops (Xvfb and the X11 apps
+# their tasks open and their evaluators read: xterm, x11-apps for xedit,
+# x11-utils, xdotool, xsel).
 pkgs=(gcc libc6-dev make git tmux bubblewrap util-linux docker.io debootstrap python3 python3-pytest procps tar
-  python3-torch libopenblas0-pthread python3-jinja2)
+  python3-torch libopenblas0-pthread python3-jinja2
+  chromium-headless-shell fonts-dejavu-core xvfb xterm x11-apps x11-utils xdotool xsel)
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 missing=()

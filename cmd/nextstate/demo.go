@@ -49,6 +49,70 @@ type availability interface {
 	available(ctx context.Context) error
 }
 
+// A scripted policy may also need the episode reset with options.
+type withOptions interface {
+	options() gym.Options
+}
+
+// policyFor returns the scripted policy of a built-in task: the kind's
+// entry in scripted, else the task's own oracle (gym.OracleFor) for kinds
+// that implement gym.OracleKind. Listed tasks come without their verifier
+// data, where oracles keep their solutions, so the oracle is made from the
+// kind's own copy of the task.
+func policyFor(t gym.Task) (scriptedPolicy, bool) {
+	if mk, ok := scripted[t.Env]; ok {
+		return mk(), true
+	}
+	spec, err := gym.Lookup(t.Env)
+	if err != nil {
+		return nil, false
+	}
+	for i := range spec.Tasks {
+		if spec.Tasks[i].ID == t.ID {
+			o, err := gym.OracleFor(&spec.Tasks[i])
+			if err != nil {
+				return nil, false
+			}
+			return &replay{o: o}, true
+		}
+	}
+	return nil, false
+}
+
+// replay plays a task with its kind's oracle.
+type replay struct {
+	o    gym.Oracle
+	res  gym.ResetResult
+	done bool
+}
+
+func (r *replay) start(res gym.ResetResult) { r.res = res }
+
+func (r *replay) options() gym.Options {
+	if o, ok := r.o.(gym.OracleOptions); ok {
+		return o.ResetOptions()
+	}
+	return nil
+}
+
+func (r *replay) act(last *gym.StepResult) gym.Action {
+	obs, info := r.res.Observation, r.res.Info
+	if last != nil {
+		obs, info = last.Observation, last.Info
+	}
+	a, done, err := r.o.Next(obs, info)
+	if err != nil || done || len(a.Parts) == 0 {
+		// The oracle has nothing more to say: end the episode as an agent
+		// with nothing to add would, with an empty message.
+		return gym.TextAction("")
+	}
+	return a
+}
+
+// demoEpisodes caps the episodes per task of kinds whose episodes are slow
+// (a browser page, a desktop with an app to start).
+var demoEpisodes = map[string]int{"web-v1": 1, "desktop-v1": 1, "code-interpreter-v1": 2}
+
 // oracle plays a terminal-v1 task by running its oracle solution through
 // the env's tools (terminal.OracleActions), then submits.
 type oracle struct {
@@ -237,13 +301,14 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 	}
 	skipped := map[string]bool{}
 	unavailable := map[string]error{}
+	started := map[string]bool{} // kinds that ran an episode
 	for _, t := range tasks {
-		mk, ok := scripted[t.Env]
+		first, ok := policyFor(t)
 		if !ok {
 			skipped[t.Env] = true
 			continue
 		}
-		if a, ok := mk().(availability); ok {
+		if a, ok := first.(availability); ok {
 			err, seen := unavailable[t.Env]
 			if !seen {
 				err = a.available(ctx)
@@ -254,10 +319,27 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 				continue
 			}
 		}
+		if err := unavailable[t.Env]; err != nil {
+			continue
+		}
 		row := DemoRow{Task: t.ID, Env: t.Env}
 		var ret, steps float64
-		for seed := 1; seed <= f.episodes; seed++ {
-			r, n, term, err := playEpisode(ctx, c, t, int64(seed), mk())
+		episodes := f.episodes
+		if n, ok := demoEpisodes[t.Env]; ok {
+			episodes = min(episodes, n)
+		}
+		for seed := 1; seed <= episodes; seed++ {
+			p, _ := policyFor(t)
+			r, n, term, err := playEpisode(ctx, c, t, int64(seed), p)
+			var we *wire.Error
+			if errors.As(err, &we) && we.Code == wire.CodeInfra && !started[t.Env] {
+				// The kind cannot run here (no browser, no X server):
+				// say so and go on with the other kinds.
+				unavailable[t.Env] = err
+				skipped[t.Env+" ("+clip(err.Error(), 160)+")"] = true
+				break
+			}
+			started[t.Env] = true
 			if err != nil {
 				return fmt.Errorf("task %s seed %d: %w", t.ID, seed, err)
 			}
@@ -269,6 +351,9 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 			} else {
 				row.Truncated++
 			}
+		}
+		if row.Episodes == 0 {
+			continue
 		}
 		row.MeanReturn, row.MeanSteps = ret/float64(row.Episodes), steps/float64(row.Episodes)
 		rep.Steps += int(steps)
@@ -335,7 +420,11 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 
 // playEpisode runs one episode of t with policy p and closes the session.
 func playEpisode(ctx context.Context, c *client.Client, t gym.Task, seed int64, p scriptedPolicy) (ret float64, steps int, terminated bool, err error) {
-	s, res, err := c.Create(ctx, gym.CreateRequest{TaskID: t.ID, Env: t.Env, Seed: seed, Run: "demo"})
+	var opts gym.Options
+	if o, ok := p.(withOptions); ok {
+		opts = o.options()
+	}
+	s, res, err := c.Create(ctx, gym.CreateRequest{TaskID: t.ID, Env: t.Env, Seed: seed, Run: "demo", Options: opts})
 	if err != nil {
 		return 0, 0, false, err
 	}
