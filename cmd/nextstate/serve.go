@@ -24,7 +24,7 @@ type serveFlags struct {
 	addr, dataDir, token, tokenFile string
 	readyFile, cpuProfile           string
 	suites, settings, dockerHosts   []string
-	sandbox, baseImage              string
+	sandbox, baseImage, miniwobDir  string
 	maxSessions                     int
 	idleTTL, drain                  time.Duration
 	maxSteps                        int
@@ -55,6 +55,7 @@ flushed and every env is closed, within --drain.`,
 	fl.StringVar(&f.sandbox, "sandbox", "bwrap", "sandbox backend for terminal and SWE envs: bwrap or docker")
 	fl.StringArrayVar(&f.dockerHosts, "docker-host", nil, "docker engine to place sandboxes on (repeatable: unix://, tcp://, ssh://); default $DOCKER_HOST or the local socket")
 	fl.StringVar(&f.baseImage, "base-image", "", "image that replaces a task's FROM image when that is not present (default nextstate/base)")
+	fl.StringVar(&f.miniwobDir, "miniwob-dir", "", "serve the real MiniWoB++ suite: its html/ folder (miniwob/*.html beside core/); its pages become web-v1 tasks")
 	fl.StringArrayVar(&f.settings, "set", nil, "a setting for env kinds, name=value (repeatable; see docs/architecture.md)")
 	fl.IntVar(&f.maxSessions, "max-sessions", 16384, "live session cap; past it session.create answers over-capacity with a retry hint")
 	fl.DurationVar(&f.idleTTL, "idle-ttl", 10*time.Minute, "close sessions with no request for this long")
@@ -89,7 +90,11 @@ func runServe(ctx context.Context, f serveFlags) error {
 		return err
 	}
 	var suites []*gym.Suite
-	for _, p := range f.suites {
+	paths := f.suites
+	if f.miniwobDir != "" {
+		paths = append(paths, f.miniwobDir)
+	}
+	for _, p := range paths {
 		s, err := gym.LoadSuite(p)
 		if err != nil {
 			return fmt.Errorf("loading tasks: %w", err)
@@ -164,6 +169,9 @@ func kindSettings(f serveFlags) (gym.Settings, error) {
 	}
 	if f.baseImage != "" {
 		s["base_image"] = f.baseImage
+	}
+	if f.miniwobDir != "" {
+		s["web.miniwob_dir"] = f.miniwobDir
 	}
 	for _, kv := range f.settings {
 		k, v, ok := strings.Cut(kv, "=")
