@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	_ "github.com/nextstate-rl/nextstate/envs/terminal"
+	_ "github.com/nextstate-rl/nextstate/envs/toolcall/bfcl"
 	_ "github.com/nextstate-rl/nextstate/gym/testenvs"
 	"github.com/nextstate-rl/nextstate/server"
 )
