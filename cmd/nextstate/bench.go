@@ -27,7 +27,7 @@ import (
 
 func newBench() *cobra.Command {
 	c := &cobra.Command{Use: "bench", Short: "Measure nextstate"}
-	c.AddCommand(newBenchWS(), newBenchModel(), newBenchSandbox(), newBenchBFCL())
+	c.AddCommand(newBenchWS(), newBenchModel(), newBenchSandbox(), newBenchBFCL(), newBenchGUI())
 	return c
 }
 

@@ -1,0 +1,106 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nextstate-rl/nextstate/envs/gui"
+	"github.com/nextstate-rl/nextstate/envs/gui/browser"
+	"github.com/nextstate-rl/nextstate/gym"
+	"github.com/nextstate-rl/nextstate/gym/gymtest"
+)
+
+// TestMain checks, after the package's tests, that no browser process or
+// profile directory of this test process is left.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if pids, dirs := browser.Leftovers("", browser.OwnerPrefix()); len(pids)+len(dirs) > 0 {
+		fmt.Fprintf(os.Stderr, "leak: the tests left browser processes %v and directories %v\n", pids, dirs)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func needBrowser(t testing.TB) {
+	t.Helper()
+	if err := browser.Available(""); err != nil {
+		t.Skipf("no browser: %v", err)
+	}
+}
+
+// newManager returns a manager with settings, shut down when the test
+// ends.
+func newManager(t testing.TB, settings gym.Settings) (*gym.Manager, *gymtest.Memory) {
+	t.Helper()
+	needBrowser(t)
+	mem := &gymtest.Memory{}
+	m := gym.NewManager(gym.Config{Recorder: mem, Settings: settings})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := m.Shutdown(ctx); err != nil {
+			t.Errorf("manager shutdown: %v", err)
+		}
+	})
+	return m, mem
+}
+
+// testdataDir is the MiniWoB++-shaped folder of the tests' own pages.
+func testdataDir(t testing.TB) string {
+	dir, err := filepath.Abs(filepath.Join("testdata", "html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// testTask is a task of one of the tests' own pages.
+func testTask(t testing.TB, name string) *gym.Task {
+	return &gym.Task{ID: "test-" + name, Env: KindName, Dir: testdataDir(t), Limits: gym.Limits{MaxSteps: 500},
+		Data: TaskData{Page: "miniwob/" + name + ".html"}.json()}
+}
+
+func create(t testing.TB, m *gym.Manager, task *gym.Task, seed int64, opts gym.Options) (*gym.Session, gym.ResetResult) {
+	t.Helper()
+	s, res, err := m.Create(t.Context(), gym.CreateRequest{Task: task, Seed: seed, Options: opts})
+	if err != nil {
+		t.Fatalf("create %s: %v", task.ID, err)
+	}
+	t.Cleanup(func() { s.Close(context.Background()) })
+	return s, res
+}
+
+func guiAction(g gym.GUIAction) gym.Action {
+	return gym.Action{Parts: []gym.Part{{Type: gym.PartGUIAction, GUIAction: &g}}}
+}
+
+func at(action string, x, y int) gym.Action {
+	return guiAction(gym.GUIAction{Action: action, X: &x, Y: &y})
+}
+
+func step(t testing.TB, s *gym.Session, a gym.Action) gym.StepResult {
+	t.Helper()
+	res, err := s.Step(t.Context(), "", a)
+	if err != nil {
+		t.Fatalf("step %+v: %v", a, err)
+	}
+	return res
+}
+
+// element finds the listed element with that text.
+func element(t testing.TB, info gym.Info, text string) gui.Element {
+	t.Helper()
+	for _, e := range gui.ElementsFrom(info) {
+		if e.Text == text {
+			return e
+		}
+	}
+	t.Fatalf("no element with text %q in %+v", text, gui.ElementsFrom(info))
+	return gui.Element{}
+}
