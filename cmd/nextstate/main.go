@@ -16,6 +16,7 @@ import (
 	_ "github.com/nextstate-rl/nextstate/envs/gui/web"
 	_ "github.com/nextstate-rl/nextstate/envs/terminal"
 	_ "github.com/nextstate-rl/nextstate/envs/toolcall/bfcl"
+	_ "github.com/nextstate-rl/nextstate/envs/toolcall/code"
 	_ "github.com/nextstate-rl/nextstate/gym/testenvs"
 	"github.com/nextstate-rl/nextstate/server"
 )

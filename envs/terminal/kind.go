@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/nextstate-rl/nextstate/envs/internal/sbopen"
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/sandbox"
 	"github.com/nextstate-rl/nextstate/sandbox/pool"
@@ -38,7 +38,7 @@ const DefaultPoolSize = 2
 const DefaultBaseImage = "nextstate/base"
 
 func init() {
-	gym.Register(&Kind{})
+	gym.Register(&Kind{shared: sbopen.Shared{Kind: KindName}})
 }
 
 // Kind is terminal-v1. It implements gym.Configurer: Configure opens the
@@ -49,9 +49,10 @@ type Kind struct {
 	pool    *pool.Pool // nil: no warm pool
 	name    string     // the backend's name
 	base    string     // the base image
-	// configured counts Configure calls not yet shut down: one Kind serves
-	// every Manager of the process (tests start several).
-	configured int
+	// shared opens the backend and counts Configure calls not yet shut
+	// down: one Kind serves every Manager of the process (tests start
+	// several).
+	shared sbopen.Shared
 	// images caches built task images by task directory and Dockerfile.
 	images sync.Map
 }
@@ -85,77 +86,52 @@ const description = `Shell tasks in a sandbox (bubblewrap or Docker), in the Ter
 // Configure implements gym.Configurer: it opens the sandbox backend named
 // by Settings["sandbox"] ("bwrap" by default; register backends by
 // importing their packages), with Settings["docker.hosts"] (comma
-// separated) and Settings["base_image"], and a warm pool over it. The
-// process has one Kind: a second Manager's Configure shares what the first
-// opened (its settings must name the same backend; the first's other
-// settings hold), and the last Shutdown closes it.
+// separated) and Settings["base_image"], and a warm pool over it (see
+// package envs/internal/sbopen for the sandbox settings). The process has
+// one Kind: a second Manager's Configure shares what the first opened (its
+// settings must name the same backend; the first's other settings hold),
+// and the last Shutdown closes it.
 func (k *Kind) Configure(ctx context.Context, s gym.Settings) error {
-	name := s[SettingSandbox]
-	if name == "" {
-		name = "bwrap"
-	}
 	base := s[SettingBaseImage]
 	if base == "" {
 		base = DefaultBaseImage
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.backend != nil {
-		if k.name != name {
-			return fmt.Errorf("terminal-v1 is already configured with the %s sandbox, not %s", k.name, name)
-		}
-		k.configured++
-		return nil
-	}
-	var hosts []string
-	for _, h := range strings.Split(s[SettingDocker], ",") {
-		if h = strings.TrimSpace(h); h != "" {
-			hosts = append(hosts, h)
-		}
-	}
 	size := DefaultPoolSize
-	if v, ok := s[SettingPool]; ok {
+	if v, ok := s[SettingPool]; ok && k.backend == nil {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
 			return fmt.Errorf("setting %s=%q: want a number of sandboxes (0 turns the pool off)", SettingPool, v)
 		}
 		size = n
 	}
-	// An empty owner takes the backend's default, a lease on this process
-	// (sandbox.NewOwnerID): what a crashed earlier server left is reaped
-	// when the backend opens.
-	b, err := sandbox.Open(ctx, name, sandbox.Options{Owner: s[SettingOwner], Hosts: hosts, Dir: s[SettingSandboxDir]})
-	if err != nil {
-		return fmt.Errorf("opening the %s sandbox: %w", name, err)
+	b, first, err := k.shared.Acquire(ctx, s)
+	if err != nil || !first {
+		return err
 	}
-	k.backend, k.name, k.base = b, name, base
+	k.backend, k.name, k.base = b, sbopen.Name(s), base
 	k.pool = nil
 	if size > 0 {
 		k.pool = pool.New(b, pool.Options{Size: size})
 	}
-	k.configured = 1
 	return nil
 }
 
-// Shutdown implements gym.Configurer: the last Shutdown closes the backend.
+// Shutdown implements gym.Configurer: the last Shutdown closes the pool,
+// then the backend.
 func (k *Kind) Shutdown(ctx context.Context) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.configured == 0 {
+	return k.shared.Release(ctx, func(ctx context.Context) error {
+		p := k.pool
+		k.backend, k.pool = nil, nil
+		k.images.Clear()
+		if p != nil {
+			return p.Close(ctx)
+		}
 		return nil
-	}
-	k.configured--
-	if k.configured > 0 {
-		return nil
-	}
-	b, p := k.backend, k.pool
-	k.backend, k.pool = nil, nil
-	k.images.Clear()
-	var perr error
-	if p != nil {
-		perr = p.Close(ctx)
-	}
-	return errors.Join(perr, b.Close(ctx))
+	})
 }
 
 // New implements gym.Kind.

@@ -62,6 +62,15 @@ type Answerer interface {
 	Answer(calls []gym.ToolCall, message string)
 }
 
+// Restarter is implemented by episodes that can start their Env's next
+// episode in place, keeping what is costly to make (a sandbox): Env.Reset
+// calls Restart instead of Close and Domain.Start. Restart ends the
+// episode it is called on whether or not it succeeds; on an error it has
+// released everything, as a failed Start does.
+type Restarter interface {
+	Restart(ctx context.Context, task *gym.Task, seed int64, opts gym.Options) (Episode, error)
+}
+
 // ToolError is a tool's failure that the agent reads as the call's result,
 // as tau2's tools raise errors ("Error: order not found").
 type ToolError struct{ Message string }

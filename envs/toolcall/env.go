@@ -116,13 +116,21 @@ func (e *Env) Reset(ctx context.Context, task *gym.Task, seed int64, opts gym.Op
 		}
 		maxErrors = int(f)
 	}
-	if e.ep != nil {
-		if err := e.ep.Close(ctx); err != nil {
-			return gym.Observation{}, nil, gym.InfraFault("close", err)
+	var ep Episode
+	var err error
+	if r, ok := e.ep.(Restarter); ok {
+		e.ep = nil // Restart ends it, whether or not it succeeds
+		ep, err = r.Restart(ctx, task, seed, opts)
+	} else {
+		if e.ep != nil {
+			if err := e.ep.Close(ctx); err != nil {
+				e.ep = nil
+				return gym.Observation{}, nil, gym.InfraFault("close", err)
+			}
+			e.ep = nil
 		}
-		e.ep = nil
+		ep, err = e.kind.domain.Start(ctx, task, seed, opts)
 	}
-	ep, err := e.kind.domain.Start(ctx, task, seed, opts)
 	if err != nil {
 		return gym.Observation{}, nil, err
 	}
