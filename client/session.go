@@ -71,6 +71,20 @@ func (s *Session) StepWithID(ctx context.Context, stepID string, action gym.Acti
 	return res, nil
 }
 
+// StepTurn is Step with the policy's side of the step (gym.Turn: the
+// prompt, the response, token ids and log-probs), which the server records
+// with the step for training samples.
+func (s *Session) StepTurn(ctx context.Context, action gym.Action, turn *gym.Turn) (gym.StepResult, error) {
+	stepID := s.nextStepID()
+	var res gym.StepResult
+	err := s.c.call(ctx, wire.MethodSessionStep, wire.StepParams{Session: s.id, StepID: stepID, Action: action, Turn: turn}, &res, true)
+	if err != nil {
+		return res, &StepError{Session: s.id, StepID: stepID, Err: err}
+	}
+	s.observe(res.Seq)
+	return res, nil
+}
+
 // Reset starts a new episode; p.Session is set to the session's id. With
 // neither TaskID nor Task the current task is kept. A reset is never sent
 // twice: a lost answer is an error wrapping ErrConnectionLost, and Resume

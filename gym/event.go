@@ -42,6 +42,8 @@ type Event struct {
 	Terminated  bool         `json:"terminated,omitempty"`
 	Truncated   bool         `json:"truncated,omitempty"`
 	Info        Info         `json:"info,omitempty"`
+	// Turn is the policy's side of a step event, when the agent sent it.
+	Turn *Turn `json:"turn,omitempty"`
 
 	// Source names who gave a reward event's reward: "verifier", "judge:prm", ...
 	Source string `json:"source,omitempty"`

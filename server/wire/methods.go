@@ -67,6 +67,9 @@ type StepParams struct {
 	Session string     `json:"session"`
 	StepID  string     `json:"step_id,omitempty"`
 	Action  gym.Action `json:"action"`
+	// Turn is the policy's side of the step (prompt, response, token ids,
+	// log-probs), recorded with the step for training samples.
+	Turn *gym.Turn `json:"turn,omitempty"`
 }
 
 // StepResult is session.step's result.
