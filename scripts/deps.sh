@@ -43,8 +43,8 @@ if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
 # their tasks open and their evaluators read: xterm, x11-apps for xedit,
 # x11-utils, xdotool, xsel).
 pkgs=(gcc libc6-dev make git tmux bubblewrap util-linux docker.io debootstrap python3 python3-pytest procps tar
-  python3-torch libopenblas0-pthread python3-jinja2
-  chromium-headless-shell fonts-dejavu-core xvfb xterm x11-apps x11-utils xdotool xsel)
+  python3-torch libopenblas0-pthread python3-jinja2 python3-websockets
+  chromium-headless-shell fonts-dejavu-core xvfb xterm x11-apps x11-utils xdotool xsel xfonts-base)
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
 command -v npm >/dev/null 2>&1 || pkgs+=(npm)
 missing=()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	_ "github.com/nextstate-rl/nextstate/envs/gui/desktop"
 	_ "github.com/nextstate-rl/nextstate/envs/gui/web"
 	_ "github.com/nextstate-rl/nextstate/envs/terminal"
 	_ "github.com/nextstate-rl/nextstate/envs/toolcall/bfcl"
