@@ -18,6 +18,7 @@ import (
 	_ "github.com/nextstate-rl/nextstate/envs/terminal"
 	_ "github.com/nextstate-rl/nextstate/envs/toolcall/bfcl"
 	_ "github.com/nextstate-rl/nextstate/envs/toolcall/code"
+	_ "github.com/nextstate-rl/nextstate/envs/toolcall/retail"
 	_ "github.com/nextstate-rl/nextstate/gym/testenvs"
 	"github.com/nextstate-rl/nextstate/server"
 )

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/nextstate-rl/nextstate/gym"
 )
@@ -36,6 +37,40 @@ type Config struct {
 type Kind struct {
 	cfg    Config
 	domain Domain
+
+	// toolsets caches compiled tool lists by their JSON, so a reset does
+	// not compile the same schemas again (about 2 ms for tau2's tools).
+	mu       sync.Mutex
+	toolsets map[string]*Toolset
+}
+
+// maxToolsets caps the cache of compiled tool lists (BFCL has a list per case).
+const maxToolsets = 4096
+
+// toolset compiles a tool list once per distinct list.
+func (k *Kind) toolset(tools []Tool) (*Toolset, error) {
+	key, err := json.Marshal(tools)
+	if err != nil {
+		return nil, err
+	}
+	k.mu.Lock()
+	ts, ok := k.toolsets[string(key)]
+	k.mu.Unlock()
+	if ok {
+		return ts, nil
+	}
+	if ts, err = NewToolset(tools); err != nil {
+		return nil, err
+	}
+	k.mu.Lock()
+	if k.toolsets == nil {
+		k.toolsets = map[string]*Toolset{}
+	}
+	if len(k.toolsets) < maxToolsets {
+		k.toolsets[string(key)] = ts
+	}
+	k.mu.Unlock()
+	return ts, nil
 }
 
 // NewKind returns the gym kind of a domain; register it with gym.Register.
@@ -134,7 +169,7 @@ func (e *Env) Reset(ctx context.Context, task *gym.Task, seed int64, opts gym.Op
 	if err != nil {
 		return gym.Observation{}, nil, err
 	}
-	ts, err := NewToolset(ep.Tools())
+	ts, err := e.kind.toolset(ep.Tools())
 	if err != nil {
 		_ = ep.Close(ctx)
 		return gym.Observation{}, nil, gym.InfraFault("bad_task", err)

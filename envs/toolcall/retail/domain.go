@@ -1,0 +1,401 @@
+package retail
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nextstate-rl/nextstate/envs/toolcall"
+	"github.com/nextstate-rl/nextstate/gym"
+)
+
+// KindName is the kind this package registers.
+const KindName = "tau2-retail-v1"
+
+// DefaultMaxSteps bounds an episode (agent actions): tau2 allows 200
+// messages, the agent's and the user's.
+const DefaultMaxSteps = 100
+
+func init() {
+	gym.Register(toolcall.NewKind(toolcall.Config{
+		Name:        KindName,
+		Description: description,
+		Limits:      gym.Limits{MaxSteps: DefaultMaxSteps, StepTimeout: gym.Duration(3 * time.Minute)},
+		Tasks:       SmokeTasks(),
+	}, NewDomain()))
+	gym.RegisterSuiteFormat(FormatName, IsRetailDir, LoadDir)
+}
+
+const description = `tau2-bench's retail domain: a customer-service agent helps a user with orders ` +
+	`(look up users, orders and products; cancel or modify pending orders; return or exchange delivered ones; ` +
+	`transfer to a human) under the store's policy, with tools in the OpenAI function shape against a mock database. ` +
+	`A text part is a message to the user: with a simulated user (reset option "user": "simulated") it is answered ` +
+	`by an LLM playing the task's user scenario; in solo mode the opening gives the scenario and the first message ends the episode. ` +
+	`The reward replays the task's gold actions on a fresh database and compares it with the agent's (1 if equal), ` +
+	`times tau2's COMMUNICATE and ACTION checks where the task asks for them.`
+
+// Domain is the retail toolcall.Domain. It caches each data folder's
+// parsed database and policy, holds the user simulator's settings
+// (gym.Configurer) and gives each task's gold actions as its oracle
+// (gym.OracleKind). It is safe for concurrent use.
+type Domain struct {
+	mu       sync.Mutex
+	sources  map[string]*source
+	user     *UserConfig // nil: no simulated user
+	settings map[string]string
+	refs     int // Configure calls not yet shut down
+}
+
+// NewDomain returns a Domain with no user simulator (solo mode only) until
+// Configure or SetUser gives it one.
+func NewDomain() *Domain { return &Domain{sources: map[string]*source{}} }
+
+// source is a data folder's database and policy.
+type source struct {
+	db     *DB
+	policy string
+	stamp  string // the files' sizes and times when read
+}
+
+// source returns the folder's parsed database and policy, reading them
+// again when a file changed.
+func (d *Domain) source(dir, builtin string) (*source, error) {
+	key, stamp := "builtin:"+builtin, ""
+	if builtin == "" {
+		key = dir
+		for _, f := range []string{FileDB, FilePolicy} {
+			fi, err := os.Stat(filepath.Join(dir, f))
+			if err != nil {
+				return nil, err
+			}
+			stamp += fmt.Sprintf("%d@%d;", fi.Size(), fi.ModTime().UnixNano())
+		}
+	}
+	d.mu.Lock()
+	s, ok := d.sources[key]
+	d.mu.Unlock()
+	if ok && s.stamp == stamp {
+		return s, nil
+	}
+	read := func(name string) ([]byte, error) {
+		if builtin != "" {
+			return smokeFS.ReadFile("smoke/" + name)
+		}
+		return os.ReadFile(filepath.Join(dir, name))
+	}
+	dbb, err := read(FileDB)
+	if err != nil {
+		return nil, err
+	}
+	db, err := ParseDB(dbb)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", FileDB, err)
+	}
+	pol, err := read(FilePolicy)
+	if err != nil {
+		return nil, err
+	}
+	s = &source{db: db, policy: strings.TrimSpace(string(pol)), stamp: stamp}
+	d.mu.Lock()
+	d.sources[key] = s
+	d.mu.Unlock()
+	return s, nil
+}
+
+// Start begins an episode of a retail task (toolcall.Domain). Options:
+// "user": "solo" or "simulated" (default: simulated when a user simulator
+// is configured, else solo); "think": true adds the think tool.
+func (d *Domain) Start(ctx context.Context, task *gym.Task, seed int64, opts gym.Options) (toolcall.Episode, error) {
+	data, err := TaskDataOf(task)
+	if err != nil {
+		return nil, gym.InfraFault("bad_task", err)
+	}
+	crit, err := CriteriaOf(task)
+	if err != nil {
+		return nil, gym.InfraFault("bad_task", err)
+	}
+	var init *initialState
+	if len(data.InitialState) > 0 {
+		if init, err = parseInitialState(data.InitialState); err != nil {
+			return nil, gym.InfraFault("bad_task", fmt.Errorf("task %q: %w", task.ID, err))
+		}
+	}
+	src, err := d.source(task.Dir, data.Builtin)
+	if err != nil {
+		return nil, gym.InfraFault("bad_task", fmt.Errorf("task %q: %w", task.ID, err))
+	}
+	d.mu.Lock()
+	ucfg := d.user
+	d.mu.Unlock()
+	mode := ModeSolo
+	if ucfg != nil {
+		mode = ModeSimulated
+	}
+	if v, ok := opts["user"]; ok {
+		switch v {
+		case ModeSolo, ModeSimulated:
+			mode = v.(string)
+		default:
+			return nil, gym.AgentFault("bad_option", fmt.Errorf(`%s: reset option "user" is %v; want "solo" or "simulated"`, KindName, v))
+		}
+	}
+	if mode == ModeSimulated && ucfg == nil {
+		return nil, gym.AgentFault("bad_option", fmt.Errorf(`%s: reset option "user": "simulated" needs a user simulator, and none is configured: `+
+			`start the server with --set %s=MODEL (and %s=URL for an endpoint other than OpenAI's), or use "user": "solo"`,
+			KindName, SettingUserModel, SettingUserBaseURL))
+	}
+	tools := retailTools
+	if v, ok := opts["think"]; ok {
+		b, isBool := v.(bool)
+		if !isBool {
+			return nil, gym.AgentFault("bad_option", fmt.Errorf(`%s: reset option "think" is %v; want true or false`, KindName, v))
+		}
+		if b {
+			tools = retailThinkTool
+		}
+	}
+	ep := &Episode{src: src, init: init, crit: crit, mode: mode, tools: tools, scenario: data.UserScenario}
+	ep.st, err = ep.fresh()
+	if err != nil {
+		return nil, gym.InfraFault("bad_task", fmt.Errorf("task %q: %w", task.ID, err))
+	}
+	if mode == ModeSolo {
+		ep.opening = agentInstructions + "\n<policy>\n" + src.policy + "\n</policy>\n\n" + soloInstruction(data.UserScenario)
+		return ep, nil
+	}
+	ep.user = newUserSim(*ucfg, data.UserScenario, seed)
+	first, err := ep.user.start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ep.opening = agentInstructions + "\n<policy>\n" + src.policy + "\n</policy>\n\n" +
+		"You greeted the user with \"" + FirstAgentMessage + "\" The user replied:\n\n" + first
+	return ep, nil
+}
+
+// User modes (reset option "user").
+const (
+	ModeSolo      = "solo"
+	ModeSimulated = "simulated"
+)
+
+// FirstAgentMessage is the agent's greeting that opens every tau2
+// conversation; the simulated user's first message answers it.
+const FirstAgentMessage = "Hi! How can I help you today?"
+
+const agentInstructions = `<instructions>
+You are a customer service agent for an online retail store. Help the user as the <policy> below says.
+In each turn, either send the user a message or make a tool call, not both. Always follow the policy.
+</instructions>`
+
+// soloInstruction is a task's instruction in solo mode: the user's scenario,
+// for the agent to act on without a user to ask.
+func soloInstruction(u UserScenario) string {
+	return `There is no live user in this conversation: you are acting for the user described in <user_scenario> below. ` +
+		`Take what it says as what the user told you and wants, including their confirmation of the actions it asks for; ` +
+		`anything it does not say is unknown. Do what the user wants with the tools, as far as the policy allows. ` +
+		`You cannot ask the user anything: your first message (text instead of a tool call) ends the conversation, ` +
+		"so send it only when you are done, with what the user should be told.\n\n<user_scenario>\n" + u.String() + "\n</user_scenario>"
+}
+
+// Oracle implements gym.OracleKind: the task's gold actions as tool calls,
+// one per step, then a closing message with the information the task
+// wants communicated; in solo mode (the oracle's reset options), which
+// that message ends. A task whose gold actions end with a transfer to a
+// human ends there.
+func (d *Domain) Oracle(task *gym.Task) (gym.Oracle, error) {
+	crit, err := CriteriaOf(task)
+	if err != nil {
+		return nil, err
+	}
+	if crit == nil {
+		return nil, fmt.Errorf("task %q: %w: it has no evaluation criteria", task.ID, gym.ErrNoOracle)
+	}
+	return &oracle{Oracle: gym.ScriptOracle(OracleActions(crit))}, nil
+}
+
+// OracleActions are the actions of a task's oracle (see Domain.Oracle).
+func OracleActions(c *Criteria) []gym.Action {
+	var out []gym.Action
+	for i, a := range c.Actions {
+		out = append(out, gym.Action{Parts: []gym.Part{{Type: gym.PartToolCall, ToolCall: &gym.ToolCall{
+			ID: fmt.Sprintf("oracle_%d", i+1), Type: "function",
+			Function: gym.FunctionCall{Name: a.Name, Arguments: string(a.Arguments)},
+		}}}})
+	}
+	if n := len(c.Actions); n > 0 && c.Actions[n-1].Name == ToolTransfer {
+		return out
+	}
+	msg := "Everything you asked for is done."
+	if len(c.CommunicateInfo) > 0 {
+		msg += " For your information: " + strings.Join(c.CommunicateInfo, "; ") + "."
+	}
+	return append(out, gym.TextAction(msg))
+}
+
+type oracle struct{ gym.Oracle }
+
+// ResetOptions implements gym.OracleOptions: the oracle plays solo.
+func (*oracle) ResetOptions() gym.Options { return gym.Options{"user": ModeSolo} }
+
+// Settings keys Configure reads (`nextstate serve --set key=value`).
+const (
+	SettingUserBaseURL     = "tau2.user_base_url"    // OpenAI-compatible endpoint; default OpenAI's
+	SettingUserModel       = "tau2.user_model"       // the simulator's model; unset: no simulated user
+	SettingUserAPIKeyEnv   = "tau2.user_api_key_env" // the env var holding the API key; default OPENAI_API_KEY
+	SettingUserTemperature = "tau2.user_temperature" // default 0, as tau2's
+	SettingUserTimeout     = "tau2.user_timeout"     // per request; default 2m
+)
+
+// Configure implements gym.Configurer: it reads the tau2.* settings (see
+// the package doc). Every Manager of the process shares the registered
+// Domain: the first Configure's settings hold until the last Shutdown, and
+// a Configure with other tau2.* settings meanwhile fails.
+func (d *Domain) Configure(_ context.Context, s gym.Settings) error {
+	mine := map[string]string{}
+	for k, v := range s {
+		if strings.HasPrefix(k, "tau2.") {
+			mine[k] = v
+		}
+	}
+	cfg, err := userConfigOf(mine)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.refs > 0 {
+		if !sameSettings(d.settings, mine) {
+			return fmt.Errorf("%s is already configured with other tau2.* settings (%v, not %v)", KindName, d.settings, mine)
+		}
+		d.refs++
+		return nil
+	}
+	d.user, d.settings, d.refs = cfg, mine, 1
+	return nil
+}
+
+func sameSettings(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Shutdown implements gym.Configurer.
+func (d *Domain) Shutdown(context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.refs > 0 {
+		d.refs--
+		if d.refs == 0 {
+			d.user, d.settings = nil, nil
+		}
+	}
+	return nil
+}
+
+// SetUser sets the user simulator's configuration directly (nil: none),
+// for a Domain used outside a Manager.
+func (d *Domain) SetUser(cfg *UserConfig) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.user = cfg
+}
+
+// Episode is one retail episode: its database, the agent's messages and
+// calls, and the user (simulated, or none in solo mode).
+type Episode struct {
+	src      *source
+	init     *initialState
+	crit     *Criteria
+	mode     string
+	tools    []toolcall.Tool
+	scenario UserScenario
+	opening  string
+	st       *state
+	user     *userSim
+	messages []string    // the agent's messages to the user
+	calls    []agentCall // the agent's calls that reached a tool
+	ended    string      // why the conversation ended
+}
+
+type agentCall struct {
+	Name string
+	Args json.RawMessage
+}
+
+// fresh is a new state at the task's initial state.
+func (e *Episode) fresh() (*state, error) {
+	s := newState(e.src.db)
+	if e.init != nil {
+		if err := e.init.apply(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Tools implements toolcall.Episode.
+func (e *Episode) Tools() []toolcall.Tool { return e.tools }
+
+// Opening implements toolcall.Episode: the agent's instructions, the
+// policy, and the scenario (solo) or the user's first message (simulated).
+func (e *Episode) Opening() string { return e.opening }
+
+// Call implements toolcall.Episode: it runs one retail tool on the
+// episode's database. transfer_to_human_agents ends the episode.
+func (e *Episode) Call(_ context.Context, name string, args json.RawMessage) (toolcall.Result, error) {
+	run, ok := toolRuns[name]
+	if !ok {
+		return toolcall.Result{}, fmt.Errorf("retail: no tool %q", name) // the Toolset lets only offered tools through
+	}
+	e.calls = append(e.calls, agentCall{Name: name, Args: args})
+	out, err := run(e.st, args)
+	if err != nil {
+		return toolcall.Result{}, err
+	}
+	if name == ToolTransfer {
+		e.ended = "transfer"
+		return toolcall.Result{Content: out, End: true}, nil
+	}
+	return toolcall.Result{Content: out}, nil
+}
+
+// Say implements toolcall.Episode. Solo: the message ends the episode.
+// Simulated: the user simulator answers; the conversation is over when its
+// reply holds ###STOP###, ###TRANSFER### or ###OUT-OF-SCOPE###, or the
+// agent's message holds ###STOP###.
+func (e *Episode) Say(ctx context.Context, message string) (string, bool, error) {
+	e.messages = append(e.messages, message)
+	if e.mode == ModeSolo {
+		e.ended = "agent_message"
+		return "", true, nil
+	}
+	if strings.Contains(message, StopToken) {
+		e.ended = "agent_stop"
+		return "", true, nil
+	}
+	reply, err := e.user.say(ctx, message)
+	if err != nil {
+		return "", false, err
+	}
+	if tok := stopTokenIn(reply); tok != "" {
+		e.ended = "user " + tok
+		return reply, true, nil
+	}
+	return reply, false, nil
+}
+
+// Close implements toolcall.Episode.
+func (e *Episode) Close(context.Context) error { return nil }

@@ -1,0 +1,219 @@
+package retail
+
+// The JSON tau2 returns for a record: rendered once for a loaded DB's
+// records, on demand for records an episode changed or added.
+func productJSON(p *Product) string {
+	if p.rendered != "" {
+		return p.rendered
+	}
+	return string(appendProduct(make([]byte, 0, 2048), p))
+}
+
+func variantJSON(v *Variant) string {
+	if v.rendered != "" {
+		return v.rendered
+	}
+	return string(appendVariant(nil, v))
+}
+
+func userJSON(u *User) string {
+	if u.rendered != "" {
+		return u.rendered
+	}
+	return string(appendUser(make([]byte, 0, 1024), u))
+}
+
+func orderJSON(o *Order) string {
+	if o.rendered != "" {
+		return o.rendered
+	}
+	return string(appendOrder(make([]byte, 0, 2048), o))
+}
+
+func appendOptions(b []byte, o Options) []byte {
+	b = append(b, '{')
+	for i, kv := range o {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = appendPyString(b, kv.Name)
+		b = append(b, ": "...)
+		b = appendPyString(b, kv.Value)
+	}
+	return append(b, '}')
+}
+
+func appendAddress(b []byte, a *Address) []byte {
+	b = append(b, `{"address1": `...)
+	b = appendPyString(b, a.Address1)
+	b = append(b, `, "address2": `...)
+	b = appendPyString(b, a.Address2)
+	b = append(b, `, "city": `...)
+	b = appendPyString(b, a.City)
+	b = append(b, `, "country": `...)
+	b = appendPyString(b, a.Country)
+	b = append(b, `, "state": `...)
+	b = appendPyString(b, a.State)
+	b = append(b, `, "zip": `...)
+	b = appendPyString(b, a.Zip)
+	return append(b, '}')
+}
+
+func appendVariant(b []byte, v *Variant) []byte {
+	b = append(b, `{"item_id": `...)
+	b = appendPyString(b, v.ItemID)
+	b = append(b, `, "options": `...)
+	b = appendOptions(b, v.Options)
+	if v.Available {
+		b = append(b, `, "available": true, "price": `...)
+	} else {
+		b = append(b, `, "available": false, "price": `...)
+	}
+	b = appendPyFloat(b, v.Price)
+	return append(b, '}')
+}
+
+func appendProduct(b []byte, p *Product) []byte {
+	b = append(b, `{"name": `...)
+	b = appendPyString(b, p.Name)
+	b = append(b, `, "product_id": `...)
+	b = appendPyString(b, p.ProductID)
+	b = append(b, `, "variants": {`...)
+	for i := range p.Variants {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = appendPyString(b, p.Variants[i].ItemID)
+		b = append(b, ": "...)
+		b = appendVariant(b, &p.Variants[i])
+	}
+	return append(b, "}}"...)
+}
+
+// appendPaymentMethod writes a payment method with the fields of its
+// pydantic model, in its order: source, id, then brand and last_four for a
+// credit card or balance for a gift card.
+func appendPaymentMethod(b []byte, pm *PaymentMethod) []byte {
+	b = append(b, `{"source": `...)
+	b = appendPyString(b, pm.Source)
+	b = append(b, `, "id": `...)
+	b = appendPyString(b, pm.ID)
+	switch pm.Source {
+	case sourceCreditCard:
+		b = append(b, `, "brand": `...)
+		b = appendPyString(b, pm.Brand)
+		b = append(b, `, "last_four": `...)
+		b = appendPyString(b, pm.LastFour)
+	case sourceGiftCard:
+		b = append(b, `, "balance": `...)
+		b = appendPyFloat(b, *pm.Balance)
+	}
+	return append(b, '}')
+}
+
+func appendUser(b []byte, u *User) []byte {
+	b = append(b, `{"user_id": `...)
+	b = appendPyString(b, u.UserID)
+	b = append(b, `, "name": {"first_name": `...)
+	b = appendPyString(b, u.Name.FirstName)
+	b = append(b, `, "last_name": `...)
+	b = appendPyString(b, u.Name.LastName)
+	b = append(b, `}, "address": `...)
+	b = appendAddress(b, &u.Address)
+	b = append(b, `, "email": `...)
+	b = appendPyString(b, u.Email)
+	b = append(b, `, "payment_methods": {`...)
+	for i := range u.PaymentMethods {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = appendPyString(b, u.PaymentMethods[i].ID)
+		b = append(b, ": "...)
+		b = appendPaymentMethod(b, &u.PaymentMethods[i])
+	}
+	b = append(b, `}, "orders": `...)
+	b = appendPyStrings(b, u.Orders)
+	return append(b, '}')
+}
+
+func appendOptString(b []byte, s *string) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	return appendPyString(b, *s)
+}
+
+func appendOrder(b []byte, o *Order) []byte {
+	b = append(b, `{"order_id": `...)
+	b = appendPyString(b, o.OrderID)
+	b = append(b, `, "user_id": `...)
+	b = appendPyString(b, o.UserID)
+	b = append(b, `, "address": `...)
+	b = appendAddress(b, &o.Address)
+	b = append(b, `, "items": [`...)
+	for i := range o.Items {
+		it := &o.Items[i]
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, `{"name": `...)
+		b = appendPyString(b, it.Name)
+		b = append(b, `, "product_id": `...)
+		b = appendPyString(b, it.ProductID)
+		b = append(b, `, "item_id": `...)
+		b = appendPyString(b, it.ItemID)
+		b = append(b, `, "price": `...)
+		b = appendPyFloat(b, it.Price)
+		b = append(b, `, "options": `...)
+		b = appendOptions(b, it.Options)
+		b = append(b, '}')
+	}
+	b = append(b, `], "status": `...)
+	b = appendPyString(b, o.Status)
+	b = append(b, `, "fulfillments": [`...)
+	for i, f := range o.Fulfillments {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, `{"tracking_id": `...)
+		b = appendPyStrings(b, f.TrackingID)
+		b = append(b, `, "item_ids": `...)
+		b = appendPyStrings(b, f.ItemIDs)
+		b = append(b, '}')
+	}
+	b = append(b, `], "payment_history": [`...)
+	for i, p := range o.PaymentHistory {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, `{"transaction_type": `...)
+		b = appendPyString(b, p.TransactionType)
+		b = append(b, `, "amount": `...)
+		b = appendPyFloat(b, p.Amount)
+		b = append(b, `, "payment_method_id": `...)
+		b = appendPyString(b, p.PaymentMethodID)
+		b = append(b, '}')
+	}
+	b = append(b, `], "cancel_reason": `...)
+	b = appendOptString(b, o.CancelReason)
+	b = append(b, `, "exchange_items": `...)
+	b = appendPyStrings(b, o.ExchangeItems)
+	b = append(b, `, "exchange_new_items": `...)
+	b = appendPyStrings(b, o.ExchangeNewItems)
+	b = append(b, `, "exchange_payment_method_id": `...)
+	b = appendOptString(b, o.ExchangePaymentMethodID)
+	b = append(b, `, "exchange_price_difference": `...)
+	switch {
+	case o.ExchangePriceDifference == nil:
+		b = append(b, "null"...)
+	case o.exchangeDiffInt:
+		b = append(b, '0')
+	default:
+		b = appendPyFloat(b, *o.ExchangePriceDifference)
+	}
+	b = append(b, `, "return_items": `...)
+	b = appendPyStrings(b, o.ReturnItems)
+	b = append(b, `, "return_payment_method_id": `...)
+	b = appendOptString(b, o.ReturnPaymentMethodID)
+	return append(b, '}')
+}

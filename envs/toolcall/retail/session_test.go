@@ -1,0 +1,291 @@
+package retail
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nextstate-rl/nextstate/gym"
+	"github.com/nextstate-rl/nextstate/gym/gymtest"
+)
+
+// The tau2 folder loads as a suite: 114 tasks of tau2-retail-v1 with their
+// splits, folder, data and verifier.
+func TestLoadSuite(t *testing.T) {
+	dir := dataDir(t)
+	s, err := gym.LoadSuite(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Tasks) != 114 {
+		t.Fatalf("%d tasks, want 114", len(s.Tasks))
+	}
+	if n, m := len(s.Split("train")), len(s.Split("test")); n != 74 || m != 40 {
+		t.Errorf("splits: %d train, %d test; want 74 and 40", n, m)
+	}
+	task, ok := s.Task("tau2-retail-0")
+	if !ok {
+		t.Fatal("no task tau2-retail-0")
+	}
+	if task.Env != KindName || task.Dir != dir || task.Split != "train" {
+		t.Errorf("task 0: env %q dir %q split %q", task.Env, task.Dir, task.Split)
+	}
+	mustContain(t, task.Instruction, "acting for the user", "Reason for call:\n\t\tYou received your order #W2378156",
+		"Known info:\n\t\tYou are Yusuf Rossi in zip code 19122.")
+	c, err := CriteriaOf(task)
+	if err != nil || len(c.Actions) != 5 || c.Actions[4].Name != ToolExchange {
+		t.Errorf("task 0 criteria: %+v %v", c, err)
+	}
+	if IsRetailDir(t.TempDir()) {
+		t.Error("an empty folder is detected as a tau2 retail folder")
+	}
+}
+
+// A handful of real tasks played by their oracle through a gym.Manager
+// session, as `nextstate serve --tasks` serves them, score 1.
+func TestManagerSessions(t *testing.T) {
+	s, err := gym.LoadSuite(dataDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := gym.NewCatalog()
+	if err := cat.AddSuite(s); err != nil {
+		t.Fatal(err)
+	}
+	m := gym.NewManager(gym.Config{Tasks: cat, Recorder: &gymtest.Memory{}})
+	defer m.Shutdown(context.Background())
+	ctx := context.Background()
+	for _, id := range []string{"tau2-retail-0", "tau2-retail-5", "tau2-retail-10", "tau2-retail-24", "tau2-retail-50", "tau2-retail-113", "tau2-retail-smoke-3"} {
+		task, ok := cat.Get("", id)
+		if !ok {
+			t.Fatalf("no task %s", id)
+		}
+		o, err := gym.OracleFor(task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := o.(gym.OracleOptions).ResetOptions()
+		sess, res, err := m.Create(ctx, gym.CreateRequest{TaskID: id, Options: opts})
+		if err != nil {
+			t.Fatalf("%s: create: %v", id, err)
+		}
+		obs, info := res.Observation, res.Info
+		var last gym.StepResult
+		for {
+			a, done, err := o.Next(obs, info)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if done {
+				break
+			}
+			if last, err = sess.Step(ctx, "", a); err != nil {
+				t.Fatalf("%s: step: %v", id, err)
+			}
+			obs, info = last.Observation, last.Info
+		}
+		if !last.Terminated || last.Reward != 1 || last.Info["reward_source"] != "verifier" {
+			t.Errorf("%s: last step %+v, want terminated with verifier reward 1", id, last.Transition)
+		}
+		sess.Close(ctx)
+	}
+}
+
+// fakeUser is an OpenAI-compatible chat completions endpoint that answers
+// with scripted replies, in order, and keeps the requests.
+type fakeUser struct {
+	mu       sync.Mutex
+	replies  []string
+	requests []chatRequest
+	auth     []string
+	status   int // non-zero: answer every request with this status
+}
+
+type chatRequest struct {
+	Model       string  `json:"model"`
+	Temperature float64 `json:"temperature"`
+	Seed        int64   `json:"seed"`
+	Messages    []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	} `json:"messages"`
+}
+
+func (f *fakeUser) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !strings.HasSuffix(r.URL.Path, "/chat/completions") {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	var req chatRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	f.requests = append(f.requests, req)
+	f.auth = append(f.auth, r.Header.Get("Authorization"))
+	if f.status != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(f.status)
+		fmt.Fprint(w, `{"error":{"message":"scripted failure","type":"invalid_request_error"}}`)
+		return
+	}
+	reply := "###OUT-OF-SCOPE###"
+	if len(f.replies) > 0 {
+		reply, f.replies = f.replies[0], f.replies[1:]
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{
+		"id": "chatcmpl-1", "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+			"message": map[string]any{"role": "assistant", "content": reply}}},
+	})
+}
+
+func userSettings(url string) gym.Settings {
+	return gym.Settings{SettingUserBaseURL: url + "/v1", SettingUserModel: "sim-model",
+		SettingUserAPIKeyEnv: "RETAIL_TEST_USER_KEY", SettingUserTemperature: "0.5", SettingUserTimeout: "10s"}
+}
+
+// A simulated user: its first message opens the episode, it answers the
+// agent's messages, and its stop token ends the episode.
+func TestSimulatedUser(t *testing.T) {
+	t.Setenv("RETAIL_TEST_USER_KEY", "sk-test")
+	f := &fakeUser{replies: []string{
+		"Hi, I'd like to cancel my order #S1004.",
+		"Sure, it's tomas.reyes@example.net. Yes, cancel it please: I no longer need it.",
+		"Thanks, that's all. ###STOP###",
+	}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	d := NewDomain()
+	ctx := context.Background()
+	if err := d.Configure(ctx, userSettings(srv.URL)); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Shutdown(ctx)
+	env := newEnv(t, d)
+	task := smokeTask(t, 1)
+	obs, _, err := env.Reset(ctx, task, 42, nil) // simulated is the default once configured
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, obs.Text(), "Hi, I'd like to cancel my order #S1004.", FirstAgentMessage, "<policy>")
+	if strings.Contains(obs.Text(), "tomas.reyes@example.net") {
+		t.Error("the opening shows the agent the user's scenario")
+	}
+	tr, err := env.Step(ctx, gym.TextAction("Could you give me your email address?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Terminated || !strings.HasPrefix(tr.Observation.Text(), "Sure, it's tomas.reyes@example.net.") {
+		t.Fatalf("reply: %+v", tr)
+	}
+	actions := oracleActions(t, task)
+	for _, a := range actions[:len(actions)-1] {
+		if tr, err = env.Step(ctx, a); err != nil || tr.Terminated {
+			t.Fatalf("step: %+v %v", tr, err)
+		}
+	}
+	tr, err = env.Step(ctx, gym.TextAction("Your order #S1004 is cancelled; the refund is on your gift card."))
+	if err != nil || !tr.Terminated || !strings.Contains(tr.Observation.Text(), StopToken) {
+		t.Fatalf("last step: %+v %v", tr, err)
+	}
+	r, info, err := env.Verify(ctx)
+	if err != nil || r != 1 || info["user"] != ModeSimulated || info["ended"] != "user "+StopToken {
+		t.Fatalf("verify: %v %v %v", r, info, err)
+	}
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.requests) != 3 {
+		t.Fatalf("%d requests, want 3", len(f.requests))
+	}
+	req := f.requests[2]
+	if req.Model != "sim-model" || req.Temperature != 0.5 || req.Seed != 42 || f.auth[0] != "Bearer sk-test" {
+		t.Errorf("request: model %q temperature %v seed %d auth %q", req.Model, req.Temperature, req.Seed, f.auth[0])
+	}
+	var roles []string
+	for _, m := range req.Messages {
+		roles = append(roles, m.Role)
+	}
+	if got := strings.Join(roles, " "); got != "system user assistant user assistant user" {
+		t.Errorf("roles %q: the agent's messages go as user, the simulator's as assistant", got)
+	}
+	mustContain(t, req.Messages[0].Content, "<scenario>", "tomas.reyes@example.net", StopToken, TransferToken, OutOfScopeToken)
+	if req.Messages[1].Content != FirstAgentMessage {
+		t.Errorf("first message to the simulator %q", req.Messages[1].Content)
+	}
+}
+
+// A failing user simulator is the infrastructure's fault.
+func TestSimulatedUserFailure(t *testing.T) {
+	t.Setenv("RETAIL_TEST_USER_KEY", "sk-test")
+	f := &fakeUser{status: http.StatusBadRequest}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	d := NewDomain()
+	if err := d.Configure(context.Background(), userSettings(srv.URL)); err != nil {
+		t.Fatal(err)
+	}
+	env := newEnv(t, d)
+	_, _, err := env.Reset(context.Background(), smokeTask(t, 1), 1, gym.Options{"user": ModeSimulated})
+	var fe *gym.FaultError
+	if !errors.As(err, &fe) || fe.Fault != gym.FaultInfra || fe.Reason != "user_simulator" {
+		t.Fatalf("got %v, want an infrastructure fault", err)
+	}
+	// Solo needs no simulator.
+	if _, _, err := env.Reset(context.Background(), smokeTask(t, 1), 1, gym.Options{"user": ModeSolo}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Settings: bad values are refused; the registered kind is configured by a
+// Manager's settings, and a simulated session runs through it.
+func TestSettings(t *testing.T) {
+	for _, s := range []gym.Settings{
+		{SettingUserBaseURL: "http://x"}, // no model
+		{SettingUserModel: "m", SettingUserBaseURL: "http://x", SettingUserTemperature: "hot"},
+		{SettingUserModel: "m", SettingUserBaseURL: "http://x", SettingUserTimeout: "-1s"},
+		{SettingUserModel: "m", SettingUserAPIKeyEnv: "RETAIL_TEST_NO_SUCH_KEY"}, // OpenAI's API without a key
+	} {
+		if err := NewDomain().Configure(context.Background(), s); err == nil {
+			t.Errorf("settings %v accepted", s)
+		}
+	}
+
+	t.Setenv("RETAIL_TEST_USER_KEY", "sk-test")
+	f := &fakeUser{replies: []string{"Hello, I need help with #S1004.", "Bye ###STOP###"}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	m := gym.NewManager(gym.Config{Settings: userSettings(srv.URL)})
+	ctx := context.Background()
+	sess, res, err := m.Create(ctx, gym.CreateRequest{TaskID: "tau2-retail-smoke-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, res.Observation.Text(), "Hello, I need help with #S1004.")
+	st, err := sess.Step(ctx, "", gym.TextAction("I can't help, sorry."))
+	if err != nil || !st.Terminated || st.Reward != 0 {
+		t.Fatalf("step: %+v %v", st, err)
+	}
+	if err := m.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// After the Manager's shutdown the kind is unconfigured: solo again.
+	m2 := gym.NewManager(gym.Config{})
+	defer m2.Shutdown(ctx)
+	_, res, err = m2.Create(ctx, gym.CreateRequest{TaskID: "tau2-retail-smoke-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, res.Observation.Text(), "acting for the user")
+}

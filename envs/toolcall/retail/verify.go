@@ -1,0 +1,171 @@
+package retail
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/nextstate-rl/nextstate/envs/toolcall"
+	"github.com/nextstate-rl/nextstate/gym"
+)
+
+// maxDiffs caps the differences the verifier info lists.
+const maxDiffs = 20
+
+// Verify implements toolcall.Episode with tau2's evaluation: the reward is
+// the product of the components the task's reward_basis names.
+//
+//   - DB: the task's gold actions are replayed on a fresh copy of the
+//     database (at the task's initial state; gold actions that fail are
+//     skipped, as tau2 does); 1 if it equals the episode's database, else
+//     0. The info lists the records that differ ("orders/#W1: status").
+//   - COMMUNICATE: 1 if every communicate_info string is in some message
+//     of the agent's, both lower-cased and commas removed from the message.
+//   - ACTION: 1 if every gold action matches a call of the agent's: the
+//     same tool, and equal values for the arguments compare_args names (all
+//     of the agent's call's arguments when it names none).
+//   - NL_ASSERTION needs an LLM judge: not evaluated here, and left out of
+//     the product (info "nl_assertions": "not_evaluated").
+//   - ENV_ASSERTION: the retail tools have no assertion functions; a task
+//     with none scores 1, one with some is not evaluated.
+func (e *Episode) Verify(context.Context) (float64, gym.Info, error) {
+	info := gym.Info{"user": e.mode, "ended": e.ended, "agent_messages": len(e.messages), "agent_calls": len(e.calls)}
+	c := e.crit
+	if c == nil {
+		info["note"] = "the task has no evaluation criteria"
+		return 1, info, nil
+	}
+	info["reward_basis"] = c.RewardBasis
+	reward := 1.0
+	breakdown := map[string]float64{}
+	in := func(b string) bool { return slices.Contains(c.RewardBasis, b) }
+
+	db := gym.Info{}
+	dbReward := 1.0
+	if c.noActions {
+		db["note"] = "no gold actions or env assertions: the database is not checked"
+	} else {
+		gold, err := e.fresh()
+		if err != nil {
+			return 0, nil, err
+		}
+		var failed []string
+		for _, a := range c.Actions {
+			if _, err := toolRuns[a.Name](gold, a.Arguments); err != nil {
+				if _, isTool := toolcall.IsToolError(err); !isTool {
+					return 0, nil, err
+				}
+				failed = append(failed, a.ActionID+" "+a.Name+": "+err.Error())
+			}
+		}
+		diffs, total := dbDiff(e.st, gold, maxDiffs)
+		if total > 0 {
+			dbReward = 0
+			db["differences"] = diffs
+			db["differences_total"] = total
+		}
+		db["match"] = total == 0
+		if len(failed) > 0 {
+			db["gold_actions_failed"] = failed
+		}
+	}
+	db["reward"] = dbReward
+	info["db"] = db
+	if in(BasisDB) {
+		reward *= dbReward
+		breakdown[BasisDB] = dbReward
+	}
+	if in(BasisEnvAssertion) {
+		if len(c.EnvAssertions) == 0 {
+			breakdown[BasisEnvAssertion] = 1
+		} else {
+			info["env_assertions"] = "not_evaluated"
+		}
+	}
+	if in(BasisCommunicate) {
+		r, checks := e.communicated(c.CommunicateInfo)
+		reward *= r
+		breakdown[BasisCommunicate] = r
+		info["communicate"] = checks
+	}
+	if in(BasisAction) {
+		r, checks := e.actionsMatched(c.Actions)
+		reward *= r
+		breakdown[BasisAction] = r
+		info["action"] = checks
+	}
+	if in(BasisNLAssertion) {
+		info["nl_assertions"] = "not_evaluated"
+		info["nl_assertions_note"] = "NL_ASSERTION needs an LLM judge; the reward leaves it out"
+	}
+	info["reward_breakdown"] = breakdown
+	return reward, info, nil
+}
+
+// communicated is tau2's COMMUNICATE check.
+func (e *Episode) communicated(want []string) (float64, []gym.Info) {
+	reward := 1.0
+	var checks []gym.Info
+	for _, s := range want {
+		met := false
+		for _, m := range e.messages {
+			if strings.Contains(strings.ReplaceAll(strings.ToLower(m), ",", ""), strings.ToLower(s)) {
+				met = true
+				break
+			}
+		}
+		if !met {
+			reward = 0
+		}
+		checks = append(checks, gym.Info{"info": s, "met": met})
+	}
+	return reward, checks
+}
+
+// actionsMatched is tau2's ACTION check.
+func (e *Episode) actionsMatched(gold []Action) (float64, []gym.Info) {
+	reward := 1.0
+	var checks []gym.Info
+	for _, a := range gold {
+		met := false
+		for _, call := range e.calls {
+			if call.Name == a.Name && argsMatch(a, call.Args) {
+				met = true
+				break
+			}
+		}
+		if !met {
+			reward = 0
+		}
+		checks = append(checks, gym.Info{"action_id": a.ActionID, "name": a.Name, "met": met})
+	}
+	return reward, checks
+}
+
+// argsMatch compares a call's arguments with a gold action's on the keys
+// compare_args names, or on the call's own keys when it names none; values
+// compare as Python compares decoded JSON (1 equals 1.0).
+func argsMatch(a Action, callArgs json.RawMessage) bool {
+	var got, want map[string]any
+	if json.Unmarshal(callArgs, &got) != nil || json.Unmarshal(a.Arguments, &want) != nil {
+		return false
+	}
+	keys := a.CompareArgs
+	if keys == nil {
+		for k := range got {
+			keys = append(keys, k)
+		}
+	}
+	pick := func(m map[string]any) map[string]any {
+		out := map[string]any{}
+		for _, k := range keys {
+			if v, ok := m[k]; ok {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	return reflect.DeepEqual(pick(got), pick(want))
+}
