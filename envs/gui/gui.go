@@ -102,7 +102,9 @@ func Tool() map[string]any {
 
 // ActionSchema is the action schema of a GUI kind: one gui_action part or
 // one tool_call part (the "computer" tool).
-func ActionSchema() json.RawMessage { return gym.PartsSchema(1, 1, gym.PartGUIAction, gym.PartToolCall) }
+func ActionSchema() json.RawMessage {
+	return gym.PartsSchema(1, 1, gym.PartGUIAction, gym.PartToolCall)
+}
 
 // ParseAction reads the single action of a step, from a gui_action part or
 // a "computer" tool call. A wrong tool name or malformed arguments are the

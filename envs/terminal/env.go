@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nextstate-rl/nextstate/envs/internal/sbopen"
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/sandbox"
 	"github.com/nextstate-rl/nextstate/sandbox/pool"
@@ -115,7 +116,7 @@ func (e *Env) Reset(ctx context.Context, task *gym.Task, _ int64, opts gym.Optio
 	sh, err := sandbox.NewShell(ctx, e.sb)
 	if err != nil {
 		e.dropSandbox(ctx)
-		return gym.Observation{}, nil, sandboxFault(err)
+		return gym.Observation{}, nil, sbopen.Fault(nil, err)
 	}
 	e.shell = sh
 	instr := task.Instruction
@@ -168,7 +169,7 @@ func (e *Env) build(ctx context.Context, task *gym.Task, files fs.FS, df *Docker
 		sb, err = e.backend.Create(ctx, spec)
 	}
 	if err != nil {
-		return sandboxFault(fmt.Errorf("creating the sandbox: %w", err))
+		return sbopen.Fault(nil, fmt.Errorf("creating the sandbox: %w", err))
 	}
 	e.sb = sb
 	e.workdir = spec.Workdir
@@ -177,7 +178,7 @@ func (e *Env) build(ctx context.Context, task *gym.Task, files fs.FS, df *Docker
 	}
 	if err := applySetup(ctx, sb, files, setup); err != nil {
 		if errors.Is(err, sandbox.ErrGone) || errors.Is(err, context.DeadlineExceeded) {
-			return sandboxFault(err)
+			return sbopen.Fault(nil, err)
 		}
 		return gym.InfraFault("task_build", fmt.Errorf("task %s: %w", task.ID, err))
 	}
@@ -188,7 +189,7 @@ func (e *Env) build(ctx context.Context, task *gym.Task, files fs.FS, df *Docker
 			e.snap = snap
 		case errors.Is(err, sandbox.ErrNoSnapshot):
 		default:
-			return sandboxFault(fmt.Errorf("snapshotting the task's initial state: %w", err))
+			return sbopen.Fault(nil, fmt.Errorf("snapshotting the task's initial state: %w", err))
 		}
 	}
 	return nil
@@ -410,36 +411,8 @@ func trimScreen(s string) string {
 	return strings.TrimRight(strings.Join(lines, "\n"), "\n")
 }
 
-// fault labels an error of the env's sandbox: one the backend did not
-// recognise as sandbox.ErrGone is one still when the sandbox says it is no
-// longer valid (it died while the call was under way).
-func (e *Env) fault(err error) error {
-	if !errors.Is(err, sandbox.ErrGone) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-		if v, ok := e.sb.(sandbox.Validator); ok && !v.IsValid() {
-			err = fmt.Errorf("%w (%w)", sandbox.ErrGone, err)
-		}
-	}
-	return sandboxFault(err)
-}
-
-// sandboxFault labels a sandbox error: a sandbox that died is the
-// infrastructure's fault; a deadline or cancellation passes through as it
-// is, for the session to label.
-func sandboxFault(err error) error {
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return err
-	case errors.Is(err, sandbox.ErrGone):
-		return gym.InfraFault("sandbox_died", err)
-	case errors.Is(err, sandbox.ErrClosed):
-		return gym.InfraFault("sandbox_closed", err)
-	}
-	var fe *gym.FaultError
-	if errors.As(err, &fe) {
-		return err
-	}
-	return gym.InfraFault("sandbox", err)
-}
+// fault labels an error of the episode's sandbox (sbopen.Fault).
+func (e *Env) fault(err error) error { return sbopen.Fault(e.sb, err) }
 
 func (e *Env) closeShell() {
 	if e.shell != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nextstate-rl/nextstate/envs/internal/sbopen"
 	"github.com/nextstate-rl/nextstate/envs/toolcall"
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/sandbox"
@@ -35,7 +36,7 @@ func (d *Domain) newBox(ctx context.Context) (*box, error) {
 		sb, err = b.Create(ctx, spec)
 	}
 	if err != nil {
-		return nil, sandboxFault(fmt.Errorf("creating the sandbox: %w", err))
+		return nil, sbopen.Fault(nil, fmt.Errorf("creating the sandbox: %w", err))
 	}
 	return &box{sb: sb}, nil
 }
@@ -72,7 +73,7 @@ func (e *episode) begin(ctx context.Context) error {
 	}
 	it, err := startInterp(ctx, e.box.sb)
 	if err != nil {
-		return sandboxFault(err)
+		return sbopen.Fault(nil, err)
 	}
 	e.box.interp = it
 	return nil
@@ -233,32 +234,8 @@ func render(out []byte, note string) string {
 	return s
 }
 
-// fault labels an error of the sandbox: its death is the
-// infrastructure's; ctx's ending passes through for the session to label.
-func (e *episode) fault(err error) error {
-	if !errors.Is(err, sandbox.ErrGone) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-		if v, ok := e.box.sb.(sandbox.Validator); ok && !v.IsValid() {
-			err = fmt.Errorf("%w (%w)", sandbox.ErrGone, err)
-		}
-	}
-	return sandboxFault(err)
-}
-
-func sandboxFault(err error) error {
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return err
-	case errors.Is(err, sandbox.ErrGone):
-		return gym.InfraFault("sandbox_died", err)
-	case errors.Is(err, sandbox.ErrClosed):
-		return gym.InfraFault("sandbox_closed", err)
-	}
-	var fe *gym.FaultError
-	if errors.As(err, &fe) {
-		return err
-	}
-	return gym.InfraFault("sandbox", err)
-}
+// fault labels an error of the episode's sandbox (sbopen.Fault).
+func (e *episode) fault(err error) error { return sbopen.Fault(e.box.sb, err) }
 
 // reminder answers a message that holds no \boxed{} answer.
 const reminder = `That message has no final answer. When you have it, reply with a message that gives it as \boxed{...}; ` +
@@ -361,7 +338,7 @@ func (e *episode) Restart(ctx context.Context, task *gym.Task, _ int64, opts gym
 			case errors.Is(err, sandbox.ErrNoSnapshot):
 			default:
 				release()
-				return nil, sandboxFault(fmt.Errorf("snapshotting the sandbox: %w", err))
+				return nil, sbopen.Fault(nil, fmt.Errorf("snapshotting the sandbox: %w", err))
 			}
 		}
 	}
