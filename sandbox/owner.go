@@ -53,7 +53,7 @@ func OwnerAlive(owner string) (alive, known bool) {
 	if !ok || host != ownerHost() || !procComplete() {
 		return false, false
 	}
-	st, zombie, err := procStartTime(pid)
+	st, zombie, err := ProcStartTime(pid)
 	switch {
 	case errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH):
 		return false, true
@@ -110,7 +110,7 @@ func sanitizeHost(h string) string {
 // selfLease is "<host>-<pid>-<start>" for this process.
 var selfLease = sync.OnceValues(func() (string, bool) {
 	pid := os.Getpid()
-	start, _, err := procStartTime(pid)
+	start, _, err := ProcStartTime(pid)
 	if err != nil || start == 0 {
 		return "", false
 	}
@@ -174,10 +174,12 @@ func isHex(s string) bool {
 	return true
 }
 
-// procStartTime reads a process's start time (clock ticks after boot,
+// ProcStartTime reads a process's start time (clock ticks after boot,
 // field 22 of /proc/<pid>/stat) and whether it is a zombie. An error
-// wrapping os.ErrNotExist means there is no such process.
-func procStartTime(pid int) (start uint64, zombie bool, err error) {
+// wrapping os.ErrNotExist means there is no such process. A pid with the
+// same start time is the same process: the pair is how leases (owners,
+// process groups of sandboxes, X servers, browsers) survive pid reuse.
+func ProcStartTime(pid int) (start uint64, zombie bool, err error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, false, err

@@ -15,7 +15,7 @@ func lease(host string, pid int, start uint64) string {
 
 func selfStart(t *testing.T) uint64 {
 	t.Helper()
-	st, _, err := procStartTime(os.Getpid())
+	st, _, err := ProcStartTime(os.Getpid())
 	if err != nil {
 		t.Skipf("no /proc here: %v", err)
 	}
@@ -54,7 +54,7 @@ func TestOwnerAlive(t *testing.T) {
 	}
 	// Its start time, read while it cannot be reaped yet (a zombie at
 	// worst); then it is waited for and gone.
-	exitedStart, _, err := procStartTime(exited.Process.Pid)
+	exitedStart, _, err := ProcStartTime(exited.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -550,24 +550,11 @@ func (pf pidFile) kill() {
 // procStart reads a process's start time; an error means it is gone (or a
 // zombie).
 func procStart(pid int) (uint64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
+	st, zombie, err := sandbox.ProcStartTime(pid)
+	if err == nil && zombie {
+		err = errors.New("zombie")
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, errors.New("bad stat")
-	}
-	f := strings.Fields(s[i+1:])
-	// f[0] is field 3 (state); starttime is field 22.
-	if len(f) < 20 {
-		return 0, errors.New("bad stat")
-	}
-	if f[0] == "Z" || f[0] == "X" {
-		return 0, errors.New("zombie")
-	}
-	return strconv.ParseUint(f[19], 10, 64)
+	return st, err
 }
 
 // waitTimeout bounds waits that have no ctx of their own.

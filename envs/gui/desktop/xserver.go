@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/nextstate-rl/nextstate/sandbox"
 )
 
 // xvfbStartTimeout bounds how long an Xvfb may take to say it is ready.
@@ -297,22 +299,10 @@ func readPidFile(path string) (int, bool) {
 	return pid, err == nil && now == st
 }
 
-// procStart reads a process's start time (field 22 of /proc/<pid>/stat).
+// procStart reads a process's start time (sandbox.ProcStartTime).
 func procStart(pid int) (uint64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, errors.New("bad /proc stat")
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0, errors.New("bad /proc stat")
-	}
-	return strconv.ParseUint(f[19], 10, 64)
+	st, _, err := sandbox.ProcStartTime(pid)
+	return st, err
 }
 
 func lastLine(s string) string {
