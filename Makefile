@@ -6,9 +6,10 @@ BIN       := bin/nextstate
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X github.com/nextstate-rl/nextstate/server.Version=$(VERSION)
 FUZZTIME  ?= 10s
+PYTHON    ?= /usr/bin/python3
 PKGS      := ./...
 
-.PHONY: all deps build image demo test unit race fuzz leaks leaks-start bench bench-ws bench-sandbox vet clean
+.PHONY: all deps build image demo test unit race fuzz python-test leaks leaks-start bench bench-ws bench-sandbox vet clean
 
 all: build
 
@@ -33,7 +34,7 @@ demo: build
 # run of the wire decoder. Nothing skips in CI: deps.sh installs every
 # component the tests need and starts dockerd, and `image` builds the base
 # image the sandbox tests run.
-test: deps image leaks-start vet race fuzz leaks
+test: deps image leaks-start vet race fuzz python-test leaks
 
 vet:
 	$(GO) vet $(PKGS)
@@ -55,6 +56,11 @@ race:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeFrame$$' -fuzztime $(FUZZTIME) ./server/
 	$(GO) test -run '^$$' -fuzz '^FuzzTopLevel$$' -fuzztime $(FUZZTIME) ./server/
+
+# The Python client (clients/python): the slime adapter's conversion, and the
+# protocol conformance tests against a loopback server the script starts and stops.
+python-test: build
+	NEXTSTATE_BIN=$(BIN) PYTHON=$(PYTHON) clients/python/run_tests.sh
 
 # Speed numbers, never asserted by tests.
 bench:
