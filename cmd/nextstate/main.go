@@ -3,7 +3,8 @@
 // and tasks and validates task folders (envs, tasks), builds sandbox images
 // (image), writes trajectories out (export), measures the server, the
 // sandboxes and the model (bench), and shows the whole loop on built-in
-// envs (demo). Env kinds and sandbox backends are compiled in by the blank
+// envs (demo), and benchmarks models or oracles on suites (run). Env kinds
+// and sandbox backends are compiled in by the blank
 // imports below.
 package main
 
@@ -37,7 +38,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServe(), newServeModel(), newEnvs(), newTasks(), newExport(), newBench(), newDemo(), newImage(), newVersion())
+	root.AddCommand(newServe(), newServeModel(), newEnvs(), newTasks(), newExport(), newBench(), newDemo(), newRun(), newImage(), newVersion())
 	return root
 }
 
