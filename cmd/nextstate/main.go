@@ -2,10 +2,9 @@
 // environments to agents (serve) and a model (serve-model), lists env kinds
 // and tasks and validates task folders (envs, tasks), builds sandbox images
 // (image), writes trajectories out (export), measures the server, the
-// sandboxes and the model (bench), and shows the whole loop on built-in
-// envs (demo), and benchmarks models or oracles on suites (run). Env kinds
-// and sandbox backends are compiled in by the blank
-// imports below.
+// sandboxes and the model (bench), shows the whole loop on built-in envs
+// (demo), and benchmarks models or oracles on suites (run). Env kinds and
+// sandbox backends are compiled in by the blank imports below.
 package main
 
 import (
