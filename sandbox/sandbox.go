@@ -58,6 +58,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -99,6 +100,42 @@ type Spec struct {
 	Limits  Limits `json:"limits,omitzero"`
 	// Labels are attached to every resource the sandbox creates.
 	Labels map[string]string `json:"labels,omitempty"`
+	// Mounts bind host directories into the sandbox (a toolchain, a
+	// module cache), read-only or writable. They are not part of the
+	// sandbox's state: a Snapshot leaves them out, and CopyIn and CopyOut
+	// reach them only where the backend says so.
+	Mounts []Mount `json:"mounts,omitempty"`
+}
+
+// Mount binds a directory of the host (for docker, of the engine's host)
+// into a sandbox. Source and Target are absolute paths; Source must exist.
+// A Target that lies inside a directory the sandbox gets read-only from
+// its image or the host (bwrap's /usr, say) must exist there already.
+type Mount struct {
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	ReadOnly bool   `json:"read_only,omitempty"`
+}
+
+// CheckMounts checks what every backend needs of mounts: absolute paths,
+// a Target other than "/", and no Target twice. Whether Source exists is
+// the backend's to check (a docker engine's host may be another machine).
+func CheckMounts(mounts []Mount) error {
+	seen := map[string]bool{}
+	for _, m := range mounts {
+		if !filepath.IsAbs(m.Source) || !filepath.IsAbs(m.Target) {
+			return fmt.Errorf("sandbox: mount %s -> %s: source and target must be absolute paths", m.Source, m.Target)
+		}
+		t := filepath.Clean(m.Target)
+		if t == "/" {
+			return fmt.Errorf("sandbox: mount %s -> /: cannot mount over the root", m.Source)
+		}
+		if seen[t] {
+			return fmt.Errorf("sandbox: mount target %s appears twice", t)
+		}
+		seen[t] = true
+	}
+	return nil
 }
 
 // Limits bound a sandbox's resources. Zero means the backend's default

@@ -15,6 +15,7 @@ import (
 
 	_ "github.com/nextstate-rl/nextstate/envs/gui/desktop"
 	_ "github.com/nextstate-rl/nextstate/envs/gui/web"
+	_ "github.com/nextstate-rl/nextstate/envs/swe"
 	_ "github.com/nextstate-rl/nextstate/envs/terminal"
 	_ "github.com/nextstate-rl/nextstate/envs/toolcall/bfcl"
 	_ "github.com/nextstate-rl/nextstate/envs/toolcall/code"
@@ -37,7 +38,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServe(), newServeModel(), newEnvs(), newTasks(), newExport(), newBench(), newDemo(), newRun(), newImage(), newVersion())
+	root.AddCommand(newServe(), newServeModel(), newEnvs(), newTasks(), newExport(), newBench(), newDemo(), newRun(), newSWE(), newImage(), newVersion())
 	return root
 }
 

@@ -106,7 +106,8 @@ func (in *Instance) Validate() error {
 
 // LoadInstances reads instances from a JSON file (one instance or a list)
 // or a JSON Lines file (one per line). Relative Sources are made absolute
-// against the file's directory. Ids must be unique.
+// against the file's directory; an instance without a Source whose Repo
+// names a directory there ("owner/name") gets it. Ids must be unique.
 func LoadInstances(path string) ([]Instance, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -156,6 +157,11 @@ func LoadInstances(path string) ([]Instance, error) {
 			return nil, fmt.Errorf("%s: instance %s appears twice", path, in.InstanceID)
 		}
 		seen[in.InstanceID] = true
+		if in.Source == "" && in.Repo != "" {
+			if fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(in.Repo))); err == nil && fi.IsDir() {
+				in.Source = in.Repo
+			}
+		}
 		if in.Source != "" && !filepath.IsAbs(in.Source) {
 			in.Source = filepath.Join(dir, in.Source)
 		}

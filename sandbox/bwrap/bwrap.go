@@ -20,6 +20,14 @@
 // system directory (/usr/src/app) is refused: there is no mount point to
 // make there.
 //
+// Spec.Mounts are bound after these (--bind, or --ro-bind when read-only),
+// parents before children. A Source must exist on this host; a Target in
+// a directory bound read-only from the host or the rootfs (/usr/...) must
+// exist there, while one elsewhere (/mnt/x, /opt-like new top-level
+// directories, inside the workspace) is made. CopyIn writes into writable
+// mounts (the host directory itself) and refuses read-only ones; CopyOut
+// reads from any. Snapshot and Restore leave mounts alone.
+//
 // Commands run as root without capabilities (bwrap --cap-drop ALL; setpriv
 // with an empty bounding set for entered processes), so they cannot
 // remount, mount or change the host's files, but can read what the host's
@@ -291,6 +299,10 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec) (_ *Sandbox, er
 	if (spec.Image == "" && hostEntries[top]) || top == "proc" || top == "dev" || top == "sys" || top == "run" {
 		return nil, fmt.Errorf("bwrap: Workdir %s lies inside the sandbox's read-only /%s", workdir, top)
 	}
+	binds, err := checkMounts(spec, rootDir, top)
+	if err != nil {
+		return nil, err
+	}
 	limits := spec.Limits.Or(sandbox.DefaultLimits)
 
 	s := &Sandbox{
@@ -381,6 +393,14 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec) (_ *Sandbox, er
 	args = append(args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run")
 	for _, m := range s.mounts {
 		args = append(args, "--bind", m.host, m.inside)
+	}
+	s.binds = binds
+	for _, m := range binds {
+		flag := "--bind"
+		if m.ReadOnly {
+			flag = "--ro-bind"
+		}
+		args = append(args, flag, m.Source, m.Target)
 	}
 	args = append(args, "--remount-ro", "/", "--chdir", workdir, "--clearenv",
 		"--setenv", "PATH", defaultPath, "--",

@@ -16,14 +16,15 @@ import (
 )
 
 // CopyIn implements sandbox.Sandbox. dir must lie in the workspace, /tmp or
-// /root (the sandbox's writable places); it is made if missing. Entries
+// /root (the sandbox's writable places) or in a writable Spec mount; it is
+// made if missing. Entries
 // are confined to dir: names with "..", and symbolic links that lead out,
 // are refused. Owners, modes and times are kept.
 func (s *Sandbox) CopyIn(ctx context.Context, dir string, r io.Reader) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	root, rel, err := s.resolve(dir)
+	root, rel, err := s.resolve(dir, true)
 	if err != nil {
 		return err
 	}
@@ -116,13 +117,13 @@ func (s *Sandbox) CopyIn(ctx context.Context, dir string, r io.Reader) error {
 
 // CopyOut implements sandbox.Sandbox: a tar stream of path, whose entries
 // are named from path's base name ("src", "src/main.go"), as docker cp
-// does. path must lie in the workspace, /tmp or /root. The stream is
+// does. path must lie in the workspace, /tmp, /root or a Spec mount. The stream is
 // written as it is read; Close ends it early.
 func (s *Sandbox) CopyOut(ctx context.Context, p string) (io.ReadCloser, error) {
 	if err := s.usable(); err != nil {
 		return nil, err
 	}
-	root, rel, err := s.resolve(p)
+	root, rel, err := s.resolve(p, false)
 	if err != nil {
 		return nil, err
 	}

@@ -31,7 +31,8 @@ type Sandbox struct {
 	spec    sandbox.Spec
 	workdir string
 	state   string
-	mounts  []mount // writable places: inside path and state directory
+	mounts  []mount         // writable places: inside path and state directory
+	binds   []sandbox.Mount // Spec.Mounts, checked, parents before children
 	cg      *cgroup
 	wrap    []string // the argv prefix that applies limits
 
@@ -420,29 +421,51 @@ func (s *Sandbox) cleanup(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// resolve maps a path inside the sandbox to the state directory that holds
-// it, opened as an os.Root, and the path relative to it.
-func (s *Sandbox) resolve(p string) (*os.Root, string, error) {
+// resolve maps a path inside the sandbox to the host directory that holds
+// it, opened as an os.Root, and the path relative to it: one of the
+// sandbox's writable places or, the deepest match winning, a Spec mount
+// (a read-only one only when write is false).
+func (s *Sandbox) resolve(p string, write bool) (*os.Root, string, error) {
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(s.workdir, p)
 	}
 	p = filepath.Clean(p)
-	for _, m := range s.mounts {
-		rel, err := filepath.Rel(m.inside, p)
+	within := func(dir string) (string, bool) {
+		rel, err := filepath.Rel(dir, p)
 		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
-			continue
+			return "", false
 		}
-		root, err := os.OpenRoot(m.host)
-		if err != nil {
-			return nil, "", fmt.Errorf("bwrap: %s: %w", p, err)
+		return rel, true
+	}
+	host, rel, depth, ro := "", "", -1, false
+	for _, m := range s.mounts {
+		if r, ok := within(m.inside); ok && pathDepth(m.inside) > depth {
+			host, rel, depth, ro = m.host, r, pathDepth(m.inside), false
 		}
-		return root, rel, nil
 	}
-	places := make([]string, len(s.mounts))
-	for i, m := range s.mounts {
-		places[i] = m.inside
+	for _, m := range s.binds {
+		if r, ok := within(m.Target); ok && pathDepth(m.Target) > depth {
+			host, rel, depth, ro = m.Source, r, pathDepth(m.Target), m.ReadOnly
+		}
 	}
-	return nil, "", fmt.Errorf("bwrap: %s is outside the sandbox's writable places %v", p, places)
+	if depth < 0 {
+		places := make([]string, 0, len(s.mounts)+len(s.binds))
+		for _, m := range s.mounts {
+			places = append(places, m.inside)
+		}
+		for _, m := range s.binds {
+			places = append(places, m.Target)
+		}
+		return nil, "", fmt.Errorf("bwrap: %s is outside the sandbox's writable places and mounts %v", p, places)
+	}
+	if write && ro {
+		return nil, "", fmt.Errorf("bwrap: %s lies in a read-only mount", p)
+	}
+	root, err := os.OpenRoot(host)
+	if err != nil {
+		return nil, "", fmt.Errorf("bwrap: %s: %w", p, err)
+	}
+	return root, rel, nil
 }
 
 // SetLabels implements sandbox.Labeler: labels.json is rewritten; an empty

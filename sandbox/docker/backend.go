@@ -15,6 +15,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 
 	"github.com/nextstate-rl/nextstate/sandbox"
@@ -282,6 +283,9 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec) (*Sandbox, erro
 	if closed {
 		return nil, fmt.Errorf("docker: backend closed: %w", sandbox.ErrClosed)
 	}
+	if err := sandbox.CheckMounts(spec.Mounts); err != nil {
+		return nil, fmt.Errorf("docker: %w", err)
+	}
 	if spec.Image == "" {
 		spec.Image = DefaultImage
 	}
@@ -516,6 +520,9 @@ func (s *Sandbox) containerConfig(img, name string) (*container.Config, *contain
 			NanoCPUs:   int64(s.limits.CPUs * 1e9),
 			PidsLimit:  &pids,
 		},
+	}
+	for _, m := range s.spec.Mounts {
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
 	}
 	return cfg, hc
 }

@@ -41,7 +41,13 @@
 //   - Spec.Workdir (default /workspace) as the working directory, created
 //     by the engine in the container's own layer, so that a snapshot
 //     (docker commit) includes it; Spec.Env in every process's environment;
-//   - no log driver (the idle process writes nothing).
+//   - no log driver (the idle process writes nothing);
+//   - Spec.Mounts as bind mounts (HostConfig.Mounts, read-only where the
+//     Mount says so): Source is a path on the engine's host, which must
+//     exist there (the engine refuses the container otherwise), and
+//     Target is made in the container if missing. A snapshot (docker
+//     commit) leaves the mounts out; the restored container mounts them
+//     again. CopyIn into a read-only mount fails.
 //
 // Create returns once the container runs: a cold start to the first output
 // of an Exec takes about 540 ms on a 2-core machine (p50; see the

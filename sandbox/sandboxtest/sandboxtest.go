@@ -4,6 +4,8 @@
 // whole process group, the output cap and its marker), concurrent Execs,
 // the persistent Shell (cd and export persist, a timeout interrupts, the
 // terminal drives an interactive python3), CopyIn/CopyOut round trips,
+// Spec.Mounts (read-only and writable binds of host directories, seen
+// live both ways, left alone by Snapshot/Restore; bad mounts refused),
 // Snapshot/Restore where the backend implements sandbox.Snapshotter,
 // Close (idempotent, then ErrClosed), ErrGone after the sandbox is killed
 // from outside (WithKill), and containment: a fork bomb by the PID limit,
@@ -21,6 +23,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -81,6 +85,7 @@ func Run(t *testing.T, b sandbox.Backend, opts ...Option) {
 		{"ShellExit", s.shellExit},
 		{"Terminal", s.terminal},
 		{"CopyRoundTrip", s.copyRoundTrip},
+		{"Mounts", s.mounts},
 		{"SnapshotRestore", s.snapshotRestore},
 		{"Close", s.close},
 		{"Gone", s.gone},
@@ -702,5 +707,109 @@ func (s *suite) network(t *testing.T) {
 	sb := s.create(t, func(sp *sandbox.Spec) { sp.Network = true })
 	if ifs := interfaces(t, sb); len(ifs) < 2 {
 		t.Errorf("interfaces with Network: %v, want more than lo", ifs)
+	}
+}
+
+// mounts checks Spec.Mounts: a read-only bind is read but not written, a
+// writable one is written through to the host, both are live (a change on
+// the host shows inside), CopyOut reads a mount, CopyIn writes a writable
+// one and not a read-only one, a Restore leaves a mount's files alone, and
+// a relative or missing source is refused. The host directories are the
+// test's temporary directories: the backend must run on this host.
+func (s *suite) mounts(t *testing.T) {
+	ro, rw := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(ro, "tool.txt"), []byte("toolchain\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sb := s.create(t, func(sp *sandbox.Spec) {
+		sp.Mounts = append(sp.Mounts,
+			sandbox.Mount{Source: ro, Target: "/mnt/ns-ro", ReadOnly: true},
+			sandbox.Mount{Source: rw, Target: "/mnt/ns-rw"})
+	})
+	ctx := ctxFor(t)
+	r := exec(t, sb, sandbox.ExecRequest{Script: "cat /mnt/ns-ro/tool.txt && echo out > /mnt/ns-rw/made.txt"})
+	if r.ExitCode != 0 || string(r.Stdout) != "toolchain\n" {
+		t.Errorf("reading the read-only mount, writing the writable one: exit %d, %q %q", r.ExitCode, r.Stdout, r.Stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(rw, "made.txt")); err != nil || string(b) != "out\n" {
+		t.Errorf("a file written in the writable mount is not on the host: %q %v", b, err)
+	}
+	r = exec(t, sb, sandbox.ExecRequest{Script: "echo x > /mnt/ns-ro/new.txt; rm -f /mnt/ns-ro/tool.txt; ls /mnt/ns-ro"})
+	if r.ExitCode != 0 && string(r.Stdout) != "tool.txt\n" {
+		t.Errorf("the read-only mount changed: exit %d, %q %q", r.ExitCode, r.Stdout, r.Stderr)
+	}
+	if _, err := os.Stat(filepath.Join(ro, "new.txt")); err == nil {
+		t.Errorf("a write into the read-only mount reached the host")
+	}
+	if _, err := os.Stat(filepath.Join(ro, "tool.txt")); err != nil {
+		t.Errorf("a removal in the read-only mount reached the host: %v", err)
+	}
+	// Live: the host's change shows inside.
+	if err := os.WriteFile(filepath.Join(ro, "later.txt"), []byte("later\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := exec(t, sb, sandbox.ExecRequest{Script: "cat /mnt/ns-ro/later.txt"}); string(r.Stdout) != "later\n" {
+		t.Errorf("a file the host added to the mount is not seen inside: %q %q", r.Stdout, r.Stderr)
+	}
+	// CopyOut reads a mount; CopyIn writes a writable one only.
+	rc, err := sb.CopyOut(ctx, "/mnt/ns-ro/tool.txt")
+	if err != nil {
+		t.Fatalf("CopyOut from a read-only mount: %v", err)
+	}
+	tr := tar.NewReader(rc)
+	if h, err := tr.Next(); err != nil || strings.TrimPrefix(h.Name, "./") != "tool.txt" {
+		t.Errorf("CopyOut from a mount: %v %v", h, err)
+	} else if b, _ := io.ReadAll(tr); string(b) != "toolchain\n" {
+		t.Errorf("CopyOut from a mount: %q", b)
+	}
+	rc.Close()
+	tarOf := func(name, body string) io.Reader {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(body)), ModTime: time.Now()})
+		tw.Write([]byte(body))
+		tw.Close()
+		return &buf
+	}
+	if err := sb.CopyIn(ctx, "/mnt/ns-rw/sub", tarOf("in.txt", "copied\n")); err != nil {
+		t.Errorf("CopyIn into a writable mount: %v", err)
+	} else if b, err := os.ReadFile(filepath.Join(rw, "sub", "in.txt")); err != nil || string(b) != "copied\n" {
+		t.Errorf("CopyIn into a writable mount did not reach the host: %q %v", b, err)
+	}
+	if err := sb.CopyIn(ctx, "/mnt/ns-ro", tarOf("in.txt", "no\n")); err == nil {
+		t.Errorf("CopyIn into a read-only mount: no error")
+	}
+	if _, err := os.Stat(filepath.Join(ro, "in.txt")); err == nil {
+		t.Errorf("CopyIn into a read-only mount reached the host")
+	}
+	// A restore leaves what is in a mount alone.
+	if sn, ok := sb.(sandbox.Snapshotter); ok {
+		snap, err := sn.Snapshot(ctx)
+		if err != nil {
+			t.Fatalf("Snapshot: %v", err)
+		}
+		defer snap.Release(context.WithoutCancel(ctx))
+		exec(t, sb, sandbox.ExecRequest{Script: "echo kept > /mnt/ns-rw/after.txt"})
+		if err := sn.Restore(ctx, snap); err != nil {
+			t.Fatalf("Restore: %v", err)
+		}
+		r := exec(t, sb, sandbox.ExecRequest{Script: "cat /mnt/ns-rw/after.txt /mnt/ns-ro/tool.txt"})
+		if string(r.Stdout) != "kept\ntoolchain\n" {
+			t.Errorf("after Restore, the mounts show %q %q", r.Stdout, r.Stderr)
+		}
+	}
+	// Bad mounts are refused.
+	for _, m := range []sandbox.Mount{
+		{Source: "relative/dir", Target: "/mnt/x"},
+		{Source: ro, Target: "relative"},
+		{Source: filepath.Join(ro, "no-such-dir"), Target: "/mnt/x"},
+	} {
+		spec := s.cfg.spec
+		spec.Labels = sandbox.MergeLabels(spec.Labels, map[string]string{"sandboxtest": t.Name()})
+		spec.Mounts = []sandbox.Mount{m}
+		if bad, err := s.b.Create(ctx, spec); err == nil {
+			bad.Close(context.WithoutCancel(ctx))
+			t.Errorf("Create with mount %+v: no error", m)
+		}
 	}
 }

@@ -1,0 +1,13 @@
+// Package calc is a synthetic module for the instance builder's tests.
+package calc
+
+// Abs returns the absolute value of x.
+func Abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// Add returns a+b.
+func Add(a, b int) int { return a + b }

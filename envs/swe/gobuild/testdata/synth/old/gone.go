@@ -1,0 +1,4 @@
+package calc
+
+// deprecated is removed in the new version.
+func deprecated() {}

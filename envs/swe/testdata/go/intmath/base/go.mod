@@ -1,0 +1,3 @@
+module example.com/intmath
+
+go 1.22

@@ -1,0 +1,3 @@
+from .store import Inventory
+
+__all__ = ["Inventory"]
