@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nextstate-rl/nextstate/client"
+	"github.com/nextstate-rl/nextstate/envs/swe"
 	"github.com/nextstate-rl/nextstate/envs/terminal"
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/sandbox"
@@ -54,29 +55,35 @@ type withOptions interface {
 	options() gym.Options
 }
 
-// policyFor returns the scripted policy of a built-in task: the kind's
-// entry in scripted, else the task's own oracle (gym.OracleFor) for kinds
-// that implement gym.OracleKind. Listed tasks come without their verifier
-// data, where oracles keep their solutions, so the oracle is made from the
-// kind's own copy of the task.
-func policyFor(t gym.Task) (scriptedPolicy, bool) {
+// policyFor returns the scripted policy of a task: the kind's entry in
+// scripted, else the task's own oracle (gym.OracleFor) for kinds that
+// implement gym.OracleKind. Listed tasks come without their verifier data,
+// where oracles keep their solutions, so the oracle is made from the
+// demo's own copy of the task (local) or the kind's.
+func policyFor(t gym.Task, local map[string]*gym.Task) (scriptedPolicy, bool) {
 	if mk, ok := scripted[t.Env]; ok {
 		return mk(), true
 	}
-	spec, err := gym.Lookup(t.Env)
+	full := local[t.ID]
+	if full == nil {
+		spec, err := gym.Lookup(t.Env)
+		if err != nil {
+			return nil, false
+		}
+		for i := range spec.Tasks {
+			if spec.Tasks[i].ID == t.ID {
+				full = &spec.Tasks[i]
+			}
+		}
+	}
+	if full == nil {
+		return nil, false
+	}
+	o, err := gym.OracleFor(full)
 	if err != nil {
 		return nil, false
 	}
-	for i := range spec.Tasks {
-		if spec.Tasks[i].ID == t.ID {
-			o, err := gym.OracleFor(&spec.Tasks[i])
-			if err != nil {
-				return nil, false
-			}
-			return &replay{o: o}, true
-		}
-	}
-	return nil, false
+	return &replay{o: o}, true
 }
 
 // replay plays a task with its kind's oracle.
@@ -111,7 +118,7 @@ func (r *replay) act(last *gym.StepResult) gym.Action {
 
 // demoEpisodes caps the episodes per task of kinds whose episodes are slow
 // (a browser page, a desktop with an app to start).
-var demoEpisodes = map[string]int{"web-v1": 1, "desktop-v1": 1, "code-interpreter-v1": 2}
+var demoEpisodes = map[string]int{"web-v1": 1, "desktop-v1": 1, "code-interpreter-v1": 2, "swe-v1": 1}
 
 // oracle plays a terminal-v1 task by running its oracle solution through
 // the env's tools (terminal.OracleActions), then submits.
@@ -246,7 +253,20 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 		defer os.RemoveAll(d)
 		dir = d
 	}
-	srv, err := server.New(server.Config{DataDir: dir})
+	// SWE instances are built from real module releases before the
+	// server starts, so they are served as a suite.
+	var suites []*gym.Suite
+	local := map[string]*gym.Task{}
+	sweSkip := ""
+	if sweSuite, err := demoSWESuite(ctx, os.Stderr); err != nil {
+		sweSkip = swe.KindName + " (" + clip(err.Error(), 160) + ")"
+	} else {
+		suites = append(suites, sweSuite)
+		for i := range sweSuite.Tasks {
+			local[sweSuite.Tasks[i].ID] = &sweSuite.Tasks[i]
+		}
+	}
+	srv, err := server.New(server.Config{DataDir: dir, Suites: suites})
 	if err != nil {
 		return err
 	}
@@ -300,10 +320,13 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 		return err
 	}
 	skipped := map[string]bool{}
+	if sweSkip != "" {
+		skipped[sweSkip] = true
+	}
 	unavailable := map[string]error{}
 	started := map[string]bool{} // kinds that ran an episode
 	for _, t := range tasks {
-		first, ok := policyFor(t)
+		first, ok := policyFor(t, local)
 		if !ok {
 			skipped[t.Env] = true
 			continue
@@ -329,7 +352,7 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 			episodes = min(episodes, n)
 		}
 		for seed := 1; seed <= episodes; seed++ {
-			p, _ := policyFor(t)
+			p, _ := policyFor(t, local)
 			r, n, term, err := playEpisode(ctx, c, t, int64(seed), p)
 			var we *wire.Error
 			if errors.As(err, &we) && we.Code == wire.CodeInfra && !started[t.Env] {
