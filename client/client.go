@@ -56,9 +56,9 @@ type Client struct {
 	conn         *conn // nil while redialing
 	gen          int   // connections made so far
 	pending      map[uint64]*call
-	subs         map[*Subscription]struct{}
-	subByID      map[string]*Subscription // server subscription id on conn -> subscription
-	dropResponse string                   // test hook: lose the next answer to this method
+	subs         map[stream]struct{}
+	subByID      map[string]stream // server subscription id on conn -> subscription
+	dropResponse string            // test hook: lose the next answer to this method
 }
 
 // call is one request waiting for its answer.
@@ -109,7 +109,7 @@ func Dial(ctx context.Context, rawURL string, opts ...Opt) (*Client, error) {
 	c := &Client{
 		url: u, opts: o, policy: o.reconnect.withDefaults(), log: o.log,
 		quit: make(chan struct{}), pending: map[uint64]*call{},
-		subs: map[*Subscription]struct{}{}, subByID: map[string]*Subscription{},
+		subs: map[stream]struct{}{}, subByID: map[string]stream{},
 	}
 	if c.log == nil {
 		c.log = slog.Default()
@@ -359,8 +359,19 @@ func (c *Client) die(cn *conn, cause, err error) {
 	}
 }
 
-func (c *Client) subList() []*Subscription {
-	out := make([]*Subscription, 0, len(c.subs))
+// stream is a subscription the client keeps going across reconnects: an
+// events Subscription or a SampleSubscription.
+type stream interface {
+	// connLost forgets the server-side subscriptions of a lost connection.
+	connLost()
+	// poke wakes the stream's goroutine (a connection is back).
+	poke()
+	// ended handles events.ended for a server-side subscription on cn.
+	ended(cn *conn, n wire.EndedNotification)
+}
+
+func (c *Client) subList() []stream {
+	out := make([]stream, 0, len(c.subs))
 	for s := range c.subs {
 		out = append(out, s)
 	}

@@ -177,10 +177,22 @@ func (c *Client) notify(cn *conn, method string, params json.RawMessage) {
 			return
 		}
 		c.mu.Lock()
-		s := c.subByID[n.Subscription]
+		s, _ := c.subByID[n.Subscription].(*Subscription)
 		c.mu.Unlock()
 		if s != nil {
 			s.push(cn, n.Subscription, n.Event)
+		}
+	case wire.NotifySample:
+		var n wire.SampleNotification
+		if err := json.Unmarshal(params, &n); err != nil || len(n.Sample) == 0 {
+			c.log.Warn("nextstate client: unreadable samples.sample notification", "err", err)
+			return
+		}
+		c.mu.Lock()
+		s, _ := c.subByID[n.Subscription].(*SampleSubscription)
+		c.mu.Unlock()
+		if s != nil {
+			s.push(cn, n)
 		}
 	case wire.NotifySubscriptionEnded:
 		var n wire.EndedNotification

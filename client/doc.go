@@ -1,6 +1,6 @@
 // Package client is the Go client of a nextstate server: it drives sessions
 // (create, step, reset, resume, close), lists env kinds and tasks, adds late
-// rewards and subscribes to the event stream, over one WebSocket speaking
+// rewards and subscribes to the event and training-sample streams, over one WebSocket speaking
 // JSON-RPC 2.0 (protocol wire.Version, the contract in server/wire and
 // docs/protocol.md).
 //
@@ -63,4 +63,17 @@
 // a reader that falls behind the client's buffer) by subscribing again from
 // the last seq it queued, so C delivers events in seq order with no
 // duplicates and no gaps.
+//
+// # Training samples
+//
+// SubscribeSamples streams the server's training samples (package rl's
+// Sample as JSON, each with its offset) after an offset, at most a window
+// of them unacknowledged: call Ack with the offset of what you have
+// processed, at least every window/2 samples. Through a dropped connection
+// the client subscribes again after the last acknowledged offset; the
+// server then sends the unacknowledged samples again, and the client puts
+// none of them on C twice. A consumer that restarts subscribes with
+// AfterSeq = the offset it last acknowledged (at least once). Session.StepTurn
+// sends the policy's side of a step (gym.Turn: prompt, response, token ids,
+// log-probs), which the server records for the samples.
 package client

@@ -171,6 +171,14 @@ func (s *Session) reset(ctx context.Context, task *Task, seed int64, opts Option
 // Failure that says whose fault it was, and an infrastructure failure also
 // closes the session.
 func (s *Session) Step(ctx context.Context, stepID string, action Action) (StepResult, error) {
+	return s.StepTurn(ctx, stepID, action, nil)
+}
+
+// StepTurn is Step with the policy's side of the step: turn, when not nil,
+// is recorded on the step event (Event.Turn) for training samples; the env
+// never sees it. A replayed step id is answered from the record as by Step,
+// whatever turn comes with it, and records nothing.
+func (s *Session) StepTurn(ctx context.Context, stepID string, action Action, turn *Turn) (StepResult, error) {
 	if err := s.m.enter(s); err != nil {
 		return StepResult{}, err
 	}
@@ -220,7 +228,7 @@ func (s *Session) Step(ctx context.Context, stepID string, action Action) (StepR
 		Type: EventStep, Time: time.Now(), Session: s.ID, Run: s.Run, Env: s.Kind, Task: s.task.ID,
 		Episode: s.episode, Step: res.Step, StepID: stepID, Action: &action, Observation: &res.Observation,
 		Reward: &res.Reward, Terminated: res.Terminated, Truncated: res.Truncated, Info: res.Info,
-		Failure: res.Failure, DurationUS: elapsed.Microseconds(),
+		Failure: res.Failure, DurationUS: elapsed.Microseconds(), Turn: turn,
 	}
 	if err := s.m.record(ctx, ev); err != nil {
 		// The step ran but cannot be acknowledged: the record is the

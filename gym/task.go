@@ -69,6 +69,18 @@ type Suite struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 	Tasks       []Task `json:"tasks"`
+	// Signals holds the suite's training-signal settings; nil for the
+	// server's defaults.
+	Signals *SuiteSignals `json:"signals,omitempty"`
+}
+
+// SuiteSignals are a suite's training-signal settings, which the server
+// applies to the trajectories of the suite's tasks.
+type SuiteSignals struct {
+	// Mix says how outcome and process rewards combine (package rl's Mix:
+	// {"c": 1, "gamma": 1, "outcome_map": "identity"}; absent fields keep
+	// the defaults). The server checks it when it loads the suite.
+	Mix json.RawMessage `json:"mix,omitempty"`
 }
 
 // Split returns the tasks of one split ("" is every task). A task with no
@@ -341,6 +353,9 @@ func loadFile(s *Suite, path string, suiteMeta bool) error {
 		}
 		if su.Description != "" {
 			s.Description = su.Description
+		}
+		if su.Signals != nil {
+			s.Signals = su.Signals
 		}
 		s.Tasks = append(s.Tasks, su.Tasks...)
 	default:

@@ -112,15 +112,21 @@ func TestJudgerDeliversAndEvent(t *testing.T) {
 
 func TestJudgerReasons(t *testing.T) {
 	s := newScriptedJudge(t, nil)
-	j := testJudge(t, s, func(c *JudgeConfig) { c.Timeout = gym.Duration(20 * time.Millisecond); c.Retries = -1 })
+	// The hanging call gets a short per-call timeout; the others a long
+	// one, so a loaded machine cannot time them out instead.
+	short := testJudge(t, s, func(c *JudgeConfig) { c.Timeout = gym.Duration(20 * time.Millisecond); c.Retries = -1 })
+	long := testJudge(t, s, func(c *JudgeConfig) { c.Timeout = gym.Duration(time.Minute); c.Retries = -1 })
 	c := newCollector(8)
-	g := NewJudger(j, JudgerConfig{Source: "judge:test"}, c.deliver)
-	g.Submit(ref(1), JudgeInput{Action: "ACT_SLOW"})
-	g.Submit(ref(2), JudgeInput{Action: "ACT_NOBOX"})
-	g.Submit(ref(3), JudgeInput{Kind: KindGUI, Action: "ACT_GOOD", After: &gym.Blob{Ref: "sha256:00"}})
+	gs := NewJudger(short, JudgerConfig{Source: "judge:test"}, c.deliver)
+	gl := NewJudger(long, JudgerConfig{Source: "judge:test"}, c.deliver)
+	gs.Submit(ref(1), JudgeInput{Action: "ACT_SLOW"})
+	gl.Submit(ref(2), JudgeInput{Action: "ACT_NOBOX"})
+	gl.Submit(ref(3), JudgeInput{Kind: KindGUI, Action: "ACT_GOOD", After: &gym.Blob{Ref: "sha256:00"}})
 	rs := byStepID(t, c.wait(t, 3))
-	if err := g.Close(context.Background()); err != nil {
-		t.Fatal(err)
+	for _, g := range []*Judger{gs, gl} {
+		if err := g.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	slow, nobox, bad := rs["st-1"], rs["st-2"], rs["st-3"]
 	if slow.Judged() || slow.Reason != ReasonTimeout || slow.Verdict == nil || !slow.Verdict.TimedOut || slow.Reward() != 0 {

@@ -168,6 +168,17 @@ func (c *conn) subscribeReq(req wire.Request) *wire.Error {
 	if e := params(req.Method, req.Params, &p); e != nil {
 		return e
 	}
+	switch p.Stream {
+	case "", wire.StreamEvents:
+	case wire.StreamSamples:
+		return c.subscribeSamples(req, p)
+	default:
+		return &wire.Error{Code: wire.CodeInvalidParams, Message: fmt.Sprintf(`unknown stream %q: "events" (the default) or "samples"`, p.Stream),
+			Data: &wire.ErrorData{Accepted: []string{wire.StreamEvents, wire.StreamSamples}}}
+	}
+	if p.Window != 0 {
+		return wire.Errorf(wire.CodeInvalidParams, `"window" applies to the samples stream ("stream": "samples") only`)
+	}
 	if p.AfterSeq < -1 {
 		return wire.Errorf(wire.CodeInvalidParams, `"after_seq" must be -1 (live only), 0 (everything) or a seq`)
 	}
@@ -244,7 +255,12 @@ func eventTypeNames() []string {
 func (c *conn) unsubscribe(id string) *wire.Error {
 	c.mu.Lock()
 	s, ok := c.subs[id]
+	ss, isSamples := c.samples[id]
 	c.mu.Unlock()
+	if isSamples {
+		ss.end("unsubscribed", true)
+		return nil
+	}
 	if !ok {
 		return wire.Errorf(wire.CodeUnknownSub, "unknown subscription %q on this connection", id)
 	}

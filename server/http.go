@@ -45,6 +45,7 @@ func (s *Server) routes() http.Handler {
 		return wire.ResumeParams{Session: r.PathValue("id"), AfterSeq: after, Limit: lim}, err
 	}))
 	mux.Handle("GET /v1/events", s.auth(http.HandlerFunc(s.events)))
+	mux.Handle("GET /v1/samples", s.auth(http.HandlerFunc(s.samplesHTTP)))
 	mux.Handle("POST /v1/rpc", s.auth(http.HandlerFunc(s.rpc)))
 	return mux
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nextstate-rl/nextstate/gym"
+	"github.com/nextstate-rl/nextstate/rl"
 	"github.com/nextstate-rl/nextstate/server/wire"
 )
 
@@ -18,6 +19,12 @@ type metrics struct {
 	errors    *prometheus.CounterVec   // errors, by method, code and fault
 	conns     prometheus.Gauge         // open WebSocket connections
 	connClose *prometheus.CounterVec   // closed connections, by reason
+
+	judgeTime       *prometheus.HistogramVec // judge latency, from submit to result, by result
+	trajectories    *prometheus.CounterVec   // complete trajectories with samples, by status
+	samplesStored   prometheus.Counter       // samples stored
+	samplesStreamed prometheus.Counter       // samples sent to subscribers and HTTP pulls
+	sampleSubs      prometheus.Gauge         // open samples streams
 }
 
 func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
@@ -35,6 +42,17 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 			Help: "Open WebSocket connections."}),
 		connClose: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nextstate_ws_closed_total",
 			Help: "Closed WebSocket connections, by reason."}, []string{"reason"}),
+		judgeTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "nextstate_judge_seconds",
+			Help:    "Judge latency, from a step's submission to its result (queue wait included), by result: judged, or the reason it was not (timeout, no_valid_vote, queue_full, bad_input, closed, panic).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}, []string{"result"}),
+		trajectories: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nextstate_trajectories_total",
+			Help: "Complete trajectories turned into samples, by status (completed, truncated, aborted; error: building them failed)."}, []string{"status"}),
+		samplesStored: prometheus.NewCounter(prometheus.CounterOpts{Name: "nextstate_samples_stored_total",
+			Help: "Training samples stored."}),
+		samplesStreamed: prometheus.NewCounter(prometheus.CounterOpts{Name: "nextstate_samples_streamed_total",
+			Help: "Training samples sent on samples streams and GET /v1/samples."}),
+		sampleSubs: prometheus.NewGauge(prometheus.GaugeOpts{Name: "nextstate_sample_subscriptions",
+			Help: "Open samples streams."}),
 	}
 	live := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nextstate_sessions_live",
 		Help: "Live sessions."}, func() float64 { return float64(s.mgr.Len()) })
@@ -42,7 +60,16 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 		Help: "The highest event seq committed to the store."}, func() float64 { return float64(s.broker.last.Load()) })
 	subs := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nextstate_subscriptions",
 		Help: "Live event subscriptions."}, func() float64 { return float64(s.broker.count()) })
-	for _, c := range []prometheus.Collector{m.created, m.steps, m.reqTime, m.errors, m.conns, m.connClose, live, last, subs} {
+	queue := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nextstate_judge_queue_depth",
+		Help: "Steps waiting for the judge."}, func() float64 { return float64(s.sig.judgeStats().Queued) })
+	inFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nextstate_judge_in_flight",
+		Help: "Steps being judged."}, func() float64 { return float64(s.sig.judgeStats().InFlight) })
+	backlog := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nextstate_signals_backlog",
+		Help: "Committed events waiting for the signals pipeline."}, func() float64 { return float64(s.sig.backlogLen()) })
+	lastSample := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nextstate_samples_last_offset",
+		Help: "The highest sample offset stored."}, func() float64 { return float64(s.store.LastSampleOffset()) })
+	for _, c := range []prometheus.Collector{m.created, m.steps, m.reqTime, m.errors, m.conns, m.connClose, live, last, subs,
+		m.judgeTime, m.trajectories, m.samplesStored, m.samplesStreamed, m.sampleSubs, queue, inFlight, backlog, lastSample} {
 		if err := reg.Register(c); err != nil {
 			// A second server in one process (tests) shares the series.
 			if _, dup := err.(prometheus.AlreadyRegisteredError); !dup {
@@ -92,6 +119,23 @@ func (m *metrics) rpcError(method string, code int) {
 }
 
 func (m *metrics) connClosed(reason string) { m.connClose.WithLabelValues(reason).Inc() }
+
+// judged counts a judge result.
+func (m *metrics) judged(r rl.JudgeResult) {
+	result := r.Reason
+	if r.Judged() {
+		result = "judged"
+	} else if result == "" {
+		result = rl.ReasonNoValidVote
+	}
+	m.judgeTime.WithLabelValues(result).Observe(r.Elapsed.Seconds())
+}
+
+// trajectory counts a complete trajectory and its samples.
+func (m *metrics) trajectory(status string, samples int) {
+	m.trajectories.WithLabelValues(status).Inc()
+	m.samplesStored.Add(float64(samples))
+}
 
 func knownMethod(name string) bool {
 	for _, m := range methods {

@@ -78,6 +78,7 @@ var methods = []string{
 	wire.MethodServerInfo, wire.MethodEnvList, wire.MethodEnvDescribe, wire.MethodTaskList,
 	wire.MethodSessionCreate, wire.MethodSessionStep, wire.MethodSessionReset, wire.MethodSessionClose,
 	wire.MethodSessionResume, wire.MethodRewardAdd, wire.MethodEventsSubscribe, wire.MethodEventsUnsubscribe,
+	wire.MethodSamplesAck,
 }
 
 // params decodes a request's params strictly: unknown fields and wrong types
@@ -136,6 +137,7 @@ func jsonType(goKind string) string {
 // subscriptions, or nil for HTTP, which cannot.
 type caller interface {
 	unsubscribe(id string) *wire.Error
+	ackSamples(p wire.SamplesAckParams) (any, *wire.Error)
 }
 
 // call runs one method. The result is JSON-encodable.
@@ -207,6 +209,15 @@ func (s *Server) call(ctx context.Context, c caller, method string, raw json.Raw
 			Subscription string `json:"subscription"`
 			Ended        bool   `json:"ended"`
 		}{p.Subscription, true}, nil
+	case wire.MethodSamplesAck:
+		var p wire.SamplesAckParams
+		if e := params(method, raw, &p); e != nil {
+			return nil, e
+		}
+		if c == nil {
+			return nil, wire.Errorf(wire.CodeUnknownSub, "samples streams live on WebSocket connections; over HTTP pull GET /v1/samples?after_seq=N")
+		}
+		return c.ackSamples(p)
 	}
 	return nil, &wire.Error{Code: wire.CodeMethodNotFound, Message: fmt.Sprintf("unknown method %q: one of %s", method, strings.Join(methods, ", ")),
 		Data: &wire.ErrorData{Accepted: methods}}
@@ -277,6 +288,7 @@ func (s *Server) create(ctx context.Context, p wire.CreateParams) (any, *wire.Er
 	if err != nil {
 		return nil, wire.FromError(err)
 	}
+	s.sig.instruction(res.Session, res.Episode, res.Instruction)
 	s.metrics.sessionCreated(sess.Kind)
 	return res, nil
 }
@@ -288,6 +300,7 @@ type stepParams struct {
 	Session string          `json:"session"`
 	StepID  string          `json:"step_id,omitempty"`
 	Action  json.RawMessage `json:"action"`
+	Turn    *gym.Turn       `json:"turn,omitempty"` // allocated only when sent
 }
 
 func (s *Server) stepRaw(ctx context.Context, raw json.RawMessage) (any, *wire.Error) {
@@ -303,14 +316,14 @@ func (s *Server) stepRaw(ctx context.Context, raw json.RawMessage) (any, *wire.E
 	var unknown string
 	topLevel(raw, func(key string, _ []byte) bool {
 		switch key {
-		case "session", "step_id", "action":
+		case "session", "step_id", "action", "turn":
 			return true
 		}
 		unknown = key
 		return false
 	})
 	if unknown != "" {
-		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params for %s: unknown field %q (accepted: session, step_id, action)", wire.MethodSessionStep, unknown)
+		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params for %s: unknown field %q (accepted: session, step_id, action, turn)", wire.MethodSessionStep, unknown)
 	}
 	var a gym.Action
 	if len(p.Action) == 0 {
@@ -321,7 +334,7 @@ func (s *Server) stepRaw(ctx context.Context, raw json.RawMessage) (any, *wire.E
 		return nil, &wire.Error{Code: wire.CodeBadAction, Message: "the action is not an object {\"parts\": [...]}: " +
 			strings.TrimPrefix(e.Message, "invalid params for session.step: ") + " (env.describe gives the kind's action schema)"}
 	}
-	return s.step(ctx, wire.StepParams{Session: p.Session, StepID: p.StepID, Action: a})
+	return s.step(ctx, wire.StepParams{Session: p.Session, StepID: p.StepID, Action: a, Turn: p.Turn})
 }
 
 func (s *Server) step(ctx context.Context, p wire.StepParams) (any, *wire.Error) {
@@ -332,7 +345,7 @@ func (s *Server) step(ctx context.Context, p wire.StepParams) (any, *wire.Error)
 		}
 		return nil, werr
 	}
-	res, err := sess.Step(ctx, p.StepID, p.Action)
+	res, err := sess.StepTurn(ctx, p.StepID, p.Action, p.Turn)
 	if err != nil {
 		if errors.Is(err, gym.ErrSessionClosed) && p.StepID != "" {
 			return s.replayStep(ctx, p, wire.FromError(err))
@@ -414,6 +427,7 @@ func (s *Server) reset(ctx context.Context, p wire.ResetParams) (any, *wire.Erro
 	if err != nil {
 		return nil, wire.FromError(err)
 	}
+	s.sig.instruction(res.Session, res.Episode, res.Instruction)
 	return res, nil
 }
 

@@ -10,6 +10,22 @@
 // finish, closes WebSockets with a close frame, closes every session (and so
 // every env) and flushes the store, all bounded by its ctx.
 //
+// Off the step path the server also makes training signals (SignalsConfig,
+// signals.go): the store's commit hook hands every committed event to one
+// worker goroutine, which follows each session's episodes, submits each
+// step to an LLM judge (package rl's Judger: bounded queue and
+// concurrency, per-call timeouts and retries) and reports each episode's
+// outcome to an rl.Tracker. Judge results are recorded as reward events
+// keyed by the step id (source judge:prm), in batches that share store
+// commits. A
+// trajectory whose outcome and judges are all in becomes training samples
+// (one per step, rl.BuildSamples with the suite's or the server's reward
+// mix), stored in the store's samples table and streamed to samples
+// subscribers (samplestream.go: events.subscribe "stream": "samples",
+// samples.ack, GET /v1/samples). A slow or failed judge never delays a
+// step: the commit hook only appends to a buffer, and when that overflows
+// the worker reads the events back from the store.
+//
 // Config fields whose zero value is meaningful say so; the others default
 // as documented on each field.
 package server
@@ -49,7 +65,12 @@ type Config struct {
 	// Sessions configures the session Manager; its Recorder is the store.
 	Sessions gym.Config
 	// Suites are task suites to serve besides the kinds' built-in tasks.
+	// A suite's Signals.Mix, if set, mixes the rewards of its tasks'
+	// trajectories.
 	Suites []*gym.Suite
+	// Signals configures judging and training samples (signals.go); the
+	// zero value judges nothing and still builds samples.
+	Signals SignalsConfig
 	// MaxFrameBytes caps an incoming WebSocket message or HTTP body.
 	// Default wire.MaxFrameBytes (4 MiB).
 	MaxFrameBytes int
@@ -78,6 +99,7 @@ type Server struct {
 	store   *store.Store
 	mgr     *gym.Manager
 	broker  *broker
+	sig     *signals
 	metrics *metrics
 	gather  prometheus.Gatherer
 	http    *http.Server
@@ -124,7 +146,10 @@ func New(cfg Config) (*Server, error) {
 		s.log = slog.Default()
 	}
 	s.broker = newBroker()
-	st, err := store.Open(cfg.DataDir, store.Options{OnCommit: s.broker.publish})
+	st, err := store.Open(cfg.DataDir, store.Options{OnCommit: func(evs []*gym.Event) {
+		s.broker.publish(evs)
+		s.sig.publish(evs) // set before the first event is recorded
+	}})
 	if err != nil {
 		return nil, fmt.Errorf("server: opening the store in %s: %w", cfg.DataDir, err)
 	}
@@ -145,6 +170,10 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
+	if s.sig, err = newSignals(s, cfg.Signals, cfg.Suites); err != nil {
+		st.Close()
+		return nil, err
+	}
 	mc := cfg.Sessions
 	mc.Recorder = st
 	mc.Tasks = catalog
@@ -153,6 +182,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.mgr = gym.NewManager(mc)
 	s.metrics = newMetrics(reg, s)
+	s.sig.start(st.LastSeq())
 	s.http = &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -225,8 +255,10 @@ func loopback(addr string) bool {
 // Shutdown stops the server in order: stop admitting sessions and accepting
 // connections, let requests in flight finish, end subscriptions and close
 // WebSockets with a going-away frame, close every session (and its env),
-// then flush and close the store. It waits no longer than ctx for any of it
-// and is idempotent; later calls return the first call's result.
+// then let the judge finish (within Signals.Drain) and store the last
+// training samples, then flush and close the store. It waits no longer
+// than ctx for any of it and is idempotent; later calls return the first
+// call's result.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() { s.stopErr = s.shutdown(ctx) })
 	return s.stopErr
@@ -258,6 +290,11 @@ func (s *Server) shutdown(ctx context.Context) error {
 	}
 	if err := s.mgr.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("sessions: %w", err))
+	}
+	// After the sessions: their closes end the last episodes, whose
+	// judges and samples are then finished.
+	if err := s.sig.close(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("signals: %w", err))
 	}
 	if err := s.store.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("store: %w", err))

@@ -58,8 +58,10 @@ type conn struct {
 	reason  string
 	lanes   map[string]*lane
 	subs    map[string]*subscription
+	samples map[string]*sampleSub // samples streams (samplestream.go)
 	nextSub int
 	wake    chan struct{} // cap 1: the writer has work
+	space   chan struct{} // cap 1: the writer has emptied the queue
 	work    chan func()   // unbuffered: idle workers wait on it
 	gone    chan struct{} // closed when the connection is closed
 }
@@ -78,8 +80,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the upgrader has answered with an HTTP error
 	}
-	c := &conn{s: s, ws: ws, lanes: map[string]*lane{}, subs: map[string]*subscription{},
-		wake: make(chan struct{}, 1), work: make(chan func()), gone: make(chan struct{})}
+	c := &conn{s: s, ws: ws, lanes: map[string]*lane{}, subs: map[string]*subscription{}, samples: map[string]*sampleSub{},
+		wake: make(chan struct{}, 1), space: make(chan struct{}, 1), work: make(chan func()), gone: make(chan struct{})}
 	s.mu.Lock()
 	if s.shutting.Load() {
 		s.mu.Unlock()
@@ -387,6 +389,10 @@ func (c *conn) writeLoop() {
 			}
 		}
 		clear(batch)
+		select {
+		case c.space <- struct{}{}:
+		default:
+		}
 		if closed {
 			code, text := websocket.CloseNormalClosure, reason
 			switch reason {
@@ -413,10 +419,15 @@ func (c *conn) close(reason string) {
 	c.closed, c.reason = true, reason
 	subs := c.subs
 	c.subs = map[string]*subscription{}
+	samples := c.samples
+	c.samples = map[string]*sampleSub{}
 	c.mu.Unlock()
 	close(c.gone)
 	for _, sub := range subs {
 		c.s.broker.remove(sub)
+	}
+	for _, ss := range samples {
+		ss.end("", false)
 	}
 	c.s.mu.Lock()
 	delete(c.s.conns, c)

@@ -20,7 +20,9 @@ func newExport() *cobra.Command {
 		Short: "Write trajectories out of the store",
 		Long: `Write the store's trajectories as JSON Lines: --format jsonl gives one line per
 episode (steps with actions, next states, rewards and late rewards); --format events
-gives every raw event. See docs/formats.md. The store may be in use by a running server.`,
+gives every raw event; --format samples gives every training sample (one per trained
+turn, slime's Sample fields, with its "offset"; --after-seq is then an offset). See
+docs/formats.md. The store may be in use by a running server.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, t := range types {
@@ -49,13 +51,13 @@ gives every raw event. See docs/formats.md. The store may be in use by a running
 	}
 	fl := c.Flags()
 	fl.StringVar(&dataDir, "data", defaultDataDir(), "store directory")
-	fl.StringVar(&format, "format", "jsonl", "jsonl (one episode a line) or events (one event a line)")
+	fl.StringVar(&format, "format", "jsonl", "jsonl (one episode a line), events (one event a line) or samples (one training sample a line)")
 	fl.StringVarP(&out, "output", "o", "-", "output file")
 	fl.StringVar(&f.Run, "run", "", "only this run")
 	fl.StringVar(&f.Env, "env", "", "only this env kind")
 	fl.StringVar(&f.Session, "session", "", "only this session")
 	fl.StringVar(&f.Task, "task", "", "only this task")
-	fl.Int64Var(&f.AfterSeq, "after-seq", 0, "only events after this seq")
+	fl.Int64Var(&f.AfterSeq, "after-seq", 0, "only events after this seq (samples: after this offset)")
 	fl.StringSliceVar(&types, "type", nil, "only these event types (events format)")
 	fl.BoolVar(&f.ReadBlobs, "inline-blobs", false, "put blob contents back inline")
 	return c

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nextstate-rl/nextstate/gym"
+	"github.com/nextstate-rl/nextstate/rl"
 	"github.com/nextstate-rl/nextstate/server"
 )
 
@@ -30,6 +31,16 @@ type serveFlags struct {
 	maxSteps                        int
 	stepTimeout, episodeTimeout     time.Duration
 	logLevel                        string
+	judge                           judgeFlags
+}
+
+// judgeFlags are serve's signal flags: the judge and the reward mix.
+type judgeFlags struct {
+	url, model, apiKeyEnv, templates, mix string
+	votes, concurrency, queue, retries    int
+	timeout                               time.Duration
+	kinds, runs                           []string
+	votesByKind                           map[string]int
 }
 
 func newServe() *cobra.Command {
@@ -39,6 +50,11 @@ func newServe() *cobra.Command {
 		Short: "Serve envs to agents over WebSocket and HTTP",
 		Long: `Serve envs over WebSocket (JSON-RPC 2.0 at /v1/ws) and HTTP (/v1/...), with /healthz and
 Prometheus /metrics, on embedded defaults: the store is SQLite in --data.
+
+With --judge-url, an LLM judge scores every step off the step path (reward events
+keyed by the step id, source judge:prm); complete trajectories become training
+samples, streamed by events.subscribe {"stream": "samples"} and GET /v1/samples,
+and exported by "nextstate export --format samples".
 
 Without a token the server listens only on loopback addresses. SIGTERM or SIGINT
 shuts it down gracefully: no new sessions, in-flight steps finish, the store is
@@ -66,7 +82,50 @@ flushed and every env is closed, within --drain.`,
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.readyFile, "ready-file", "", "write the bound address (host:port) to this file once listening")
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile of the whole run to this file (for go tool pprof)")
+	j := &f.judge
+	fl.StringVar(&j.url, "judge-url", "", "judge steps with the LLM at this OpenAI-compatible base URL (http://host:8000/v1); none by default")
+	fl.StringVar(&j.model, "judge-model", "", "the judge model's name at --judge-url")
+	fl.StringVar(&j.apiKeyEnv, "judge-api-key-env", "", "name of the environment variable holding the judge's API key (none by default)")
+	fl.IntVar(&j.votes, "judge-votes", 0, "votes per judged step, m (default 3)")
+	fl.StringToIntVar(&j.votesByKind, "judge-votes-by-kind", nil, "votes per prompt kind, overriding --judge-votes: terminal=5,gui=3 (kinds: terminal, gui, swe, toolcall, default)")
+	fl.IntVar(&j.concurrency, "judge-concurrency", 0, "steps judged at once (default 4)")
+	fl.IntVar(&j.queue, "judge-queue", 0, "steps that may wait for the judge; past it a step is recorded as not judged (default 256)")
+	fl.DurationVar(&j.timeout, "judge-timeout", 0, "bound of each judge call (default 2m)")
+	fl.IntVar(&j.retries, "judge-retries", 0, "retries of a failed judge call (default 2; -1 for none)")
+	fl.StringVar(&j.templates, "judge-templates", "", "directory of judge prompt templates replacing the built-in ones (terminal.tmpl, gui.tmpl, ...)")
+	fl.StringSliceVar(&j.kinds, "judge-kinds", nil, "judge only these env kinds (default all)")
+	fl.StringSliceVar(&j.runs, "judge-runs", nil, "judge only these runs (default all)")
+	fl.StringVar(&j.mix, "mix", "", `reward mix where a suite sets none: "c=1,gamma=1,outcome=identity" (outcome: identity or 2acc-1)`)
 	return c
+}
+
+// signalsConfig builds the server's signals config from the flags.
+func signalsConfig(j judgeFlags) (server.SignalsConfig, error) {
+	var cfg server.SignalsConfig
+	if j.mix != "" {
+		m, err := server.ParseMix(j.mix)
+		if err != nil {
+			return cfg, fmt.Errorf("--mix: %w", err)
+		}
+		cfg.Mix = &m
+	}
+	if j.url == "" {
+		if j.model != "" || j.apiKeyEnv != "" || j.templates != "" {
+			return cfg, errors.New("--judge-model, --judge-api-key-env and --judge-templates need --judge-url, the judge's endpoint")
+		}
+		return cfg, nil
+	}
+	cfg.Judge = rl.JudgeConfig{Endpoint: j.url, Model: j.model, Votes: j.votes, VotesByKind: j.votesByKind,
+		Timeout: gym.Duration(j.timeout), Retries: j.retries, Templates: j.templates}
+	if j.apiKeyEnv != "" {
+		key, ok := os.LookupEnv(j.apiKeyEnv)
+		if !ok || key == "" {
+			return cfg, fmt.Errorf("--judge-api-key-env %s: that environment variable is not set", j.apiKeyEnv)
+		}
+		cfg.Judge.APIKey = key
+	}
+	cfg.Concurrency, cfg.Queue, cfg.Kinds, cfg.Runs = j.concurrency, j.queue, j.kinds, j.runs
+	return cfg, nil
 }
 
 func runServe(ctx context.Context, f serveFlags) error {
@@ -105,8 +164,12 @@ func runServe(ctx context.Context, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	sig, err := signalsConfig(f.judge)
+	if err != nil {
+		return err
+	}
 	srv, err := server.New(server.Config{
-		DataDir: f.dataDir, Token: token, Suites: suites, Logger: log,
+		DataDir: f.dataDir, Token: token, Suites: suites, Logger: log, Signals: sig,
 		Sessions: gym.Config{
 			MaxSessions: f.maxSessions, IdleTTL: f.idleTTL, Settings: settings,
 			Limits: gym.Limits{MaxSteps: f.maxSteps, StepTimeout: gym.Duration(f.stepTimeout), EpisodeTimeout: gym.Duration(f.episodeTimeout)},
@@ -120,7 +183,8 @@ func runServe(ctx context.Context, f serveFlags) error {
 		srv.Shutdown(context.Background())
 		return err
 	}
-	log.Info("serving", "addr", ln.Addr().String(), "data", f.dataDir, "envs", gym.Kinds(), "auth", token != "")
+	log.Info("serving", "addr", ln.Addr().String(), "data", f.dataDir, "envs", gym.Kinds(), "auth", token != "",
+		"judge", f.judge.url != "")
 	if err := writeReadyFile(f.readyFile, ln.Addr().String()); err != nil {
 		ln.Close()
 		srv.Shutdown(context.Background())

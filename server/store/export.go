@@ -18,10 +18,13 @@ const (
 	FormatTrajectories = "jsonl"
 	// FormatEvents writes each event as one JSON line, as stored.
 	FormatEvents = "events"
+	// FormatSamples writes each training sample as one JSON line, with
+	// its "offset" first.
+	FormatSamples = "samples"
 )
 
 // Formats lists the accepted export formats, the default first.
-var Formats = []string{FormatTrajectories, FormatEvents}
+var Formats = []string{FormatTrajectories, FormatEvents, FormatSamples}
 
 // Episode is one line of a trajectory export: an episode of a session from
 // its reset to its last step, with the rewards that arrived later.
@@ -85,6 +88,10 @@ type LateReward struct {
 // episodes that began after it (an episode whose reset is at or before it is
 // left out, not cut); Limit is the most episodes written; Types is ignored;
 // ReadBlobs inlines blob data one episode at a time.
+//
+// For samples, Run, Env, Task and Session select; AfterSeq is a sample
+// offset (those after it are written); Limit is the most samples; Types
+// and ReadBlobs are ignored.
 func (s *Store) Export(ctx context.Context, w io.Writer, f Filter, format string) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	enc := json.NewEncoder(bw)
@@ -95,6 +102,8 @@ func (s *Store) Export(ctx context.Context, w io.Writer, f Filter, format string
 		err = s.exportEpisodes(ctx, enc, f)
 	case FormatEvents:
 		err = s.Scan(ctx, f, func(ev *gym.Event) error { return enc.Encode(ev) })
+	case FormatSamples:
+		err = s.exportSamples(ctx, bw, f)
 	default:
 		return fmt.Errorf("store: unknown export format %q (accepted: %s)", format, strings.Join(Formats, ", "))
 	}

@@ -11,6 +11,7 @@
 //
 //	events.db                  SQLite (WAL mode): one table, events, keyed by seq
 //	events.db-wal, -shm        its write-ahead log and index (folded back by Close)
+//	samples.db (-wal, -shm)    training samples, keyed by offset (samples.go)
 //	blobs/sha256/ab/abcdef...  content-addressed binary payloads
 //	LOCK                       locked by the process that has the store open
 //
@@ -66,6 +67,11 @@
 // must not be modified. OnCommit must not block and must not call Append or
 // Close: every Append in the store waits for it. Copy what you need into a
 // bounded buffer and return.
+//
+// AppendSamples writes a trajectory's training samples to samples.db in a
+// transaction of its own, on its own connection, so it never waits for
+// the events' writer, nor it for them; calls are serialized among
+// themselves. ScanSamples and Samples read with a pool of their own.
 //
 // Only one Store may have a directory open for writing at a time; Open fails
 // with a clear error when another holds it. OpenReadOnly reads a store that
@@ -172,6 +178,8 @@ type Store struct {
 	lastSeq  atomic.Int64 // highest committed seq (as of the latest read, when read-only)
 	readOnly bool         // opened by OpenReadOnly: no writer, no lock
 
+	smp *samplesDB // samples.db (samples.go); nil for a read-only store without one
+
 	// mu orders Append's enqueue against Close: Append holds it for reading
 	// while it sends, Close takes it for writing before closing queue.
 	mu      sync.RWMutex
@@ -222,6 +230,10 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.closeDB()
 		return nil, err
 	}
+	if err := s.openSamples(); err != nil {
+		s.closeDB()
+		return nil, err
+	}
 	s.wg.Go(s.writeLoop)
 	s.wg.Go(s.checkpointLoop)
 	return s, nil
@@ -266,6 +278,10 @@ func OpenReadOnly(dir string) (*Store, error) {
 		return nil, fmt.Errorf("store: %s has schema version %d, not %d: open it for writing once to create or migrate it", path, v, SchemaVersion)
 	}
 	if _, err := s.upperBound(ctx); err != nil {
+		s.closeDB()
+		return nil, err
+	}
+	if err := s.openSamplesReadOnly(); err != nil {
 		s.closeDB()
 		return nil, err
 	}
@@ -458,6 +474,9 @@ func (s *Store) isClosing() bool {
 // partial open.
 func (s *Store) closeDB() error {
 	var errs []error
+	if s.smp != nil {
+		errs = append(errs, s.smp.close())
+	}
 	if s.rdb != nil {
 		errs = append(errs, s.rdb.Close())
 	}

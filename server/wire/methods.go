@@ -139,13 +139,35 @@ type RewardResult struct {
 // SubscribeParams are events.subscribe's params. Empty filters match all.
 // Events with seq above AfterSeq are sent first from the store, then live
 // ones; AfterSeq -1 means "live only, from now".
+//
+// Stream "samples" subscribes to training samples instead of events:
+// AfterSeq is then a sample offset, Window bounds the samples sent and
+// not yet acknowledged (samples.ack), Run, Env and Session filter, and
+// Types must be empty.
 type SubscribeParams struct {
+	// Stream is StreamEvents (the default, also "") or StreamSamples.
+	Stream   string          `json:"stream,omitempty"`
 	Run      string          `json:"run,omitempty"`
 	Env      string          `json:"env,omitempty"`
 	Session  string          `json:"session,omitempty"`
 	Types    []gym.EventType `json:"types,omitempty"`
 	AfterSeq int64           `json:"after_seq"`
+	// Window is the most samples in flight, sent and not acknowledged, on
+	// a samples stream: DefaultSampleWindow when 0, 1 to MaxSampleWindow.
+	Window int `json:"window,omitempty"`
 }
+
+// Streams events.subscribe offers.
+const (
+	StreamEvents  = "events"
+	StreamSamples = "samples"
+)
+
+// Bounds of a samples stream's window.
+const (
+	DefaultSampleWindow = 64
+	MaxSampleWindow     = 4096
+)
 
 // SubscribeResult is events.subscribe's result.
 type SubscribeResult struct {
@@ -170,3 +192,45 @@ type EndedNotification struct {
 	Reason       string `json:"reason"` // "slow_consumer", "shutdown", "unsubscribed"
 	LastSeq      int64  `json:"last_seq"`
 }
+
+// SampleNotification is the params of a samples.sample notification: one
+// stored training sample (package rl's Sample as JSON) and its offset.
+type SampleNotification struct {
+	Subscription string          `json:"subscription"`
+	Offset       int64           `json:"offset"`
+	Sample       json.RawMessage `json:"sample"`
+}
+
+// SamplesAckParams are samples.ack's params: every sample of the
+// subscription up to and including Offset is acknowledged.
+type SamplesAckParams struct {
+	Subscription string `json:"subscription"`
+	Offset       int64  `json:"offset"`
+}
+
+// SamplesAckResult is samples.ack's result: the subscription's
+// acknowledged offset now.
+type SamplesAckResult struct {
+	Acked int64 `json:"acked"`
+}
+
+// StoredSample is a training sample with its offset in the store.
+type StoredSample struct {
+	Offset int64           `json:"offset"`
+	Sample json.RawMessage `json:"sample"`
+}
+
+// SamplesPage is the answer to GET /v1/samples. LastSeq is the offset of
+// the last sample in it (the request's after_seq when it is empty): ask
+// again with after_seq=LastSeq. More says that limit cut the page short.
+type SamplesPage struct {
+	Samples []StoredSample `json:"samples"`
+	LastSeq int64          `json:"last_seq"`
+	More    bool           `json:"more"`
+}
+
+// Bounds of GET /v1/samples's limit.
+const (
+	DefaultSamplesPage = 100
+	MaxSamplesPage     = 1000
+)

@@ -35,12 +35,16 @@ const (
 	MethodRewardAdd         = "reward.add"
 	MethodEventsSubscribe   = "events.subscribe"
 	MethodEventsUnsubscribe = "events.unsubscribe"
+	MethodSamplesAck        = "samples.ack"
 
 	// NotifyEvent is the server-pushed notification of events.subscribe.
 	NotifyEvent = "events.event"
 	// NotifySubscriptionEnded says a subscription stopped (slow consumer,
 	// shutdown) and why; the client resubscribes from its last seq.
 	NotifySubscriptionEnded = "events.ended"
+	// NotifySample is the server-pushed notification of a samples stream
+	// (events.subscribe with "stream": "samples").
+	NotifySample = "samples.sample"
 )
 
 // Request is a JSON-RPC 2.0 request or, without ID, a notification.
