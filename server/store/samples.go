@@ -142,32 +142,7 @@ func (db *samplesDB) openReader(path, busyMS string) error {
 }
 
 func migrateSamples(ctx context.Context, db *sql.DB, path string) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("store: migrate %s: %w", path, err)
-	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	var v int
-	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
-		return fmt.Errorf("store: migrate %s: %w", path, err)
-	}
-	if v > SamplesSchemaVersion {
-		return fmt.Errorf("store: %s has schema version %d, newer than the %d this nextstate supports; use a newer nextstate", path, v, SamplesSchemaVersion)
-	}
-	for ; v < SamplesSchemaVersion; v++ {
-		for _, stmt := range samplesMigrations[v] {
-			if _, err := tx.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("store: migrate %s to version %d: %w", path, v+1, err)
-			}
-		}
-	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", SamplesSchemaVersion)); err != nil {
-		return fmt.Errorf("store: migrate %s: %w", path, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("store: migrate %s: %w", path, err)
-	}
-	return nil
+	return migrateTo(ctx, db, path, SamplesSchemaVersion, samplesMigrations)
 }
 
 // load reads the numbering state: the groups, the next trajectory index

@@ -401,6 +401,13 @@ var migrations = [][]string{
 }
 
 func migrate(ctx context.Context, db *sql.DB, path string) error {
+	return migrateTo(ctx, db, path, SchemaVersion, migrations)
+}
+
+// migrateTo brings a database's schema (PRAGMA user_version) up to
+// version by running the statements of each missing step in one
+// transaction; a database newer than version is an error.
+func migrateTo(ctx context.Context, db *sql.DB, path string, version int, steps [][]string) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: migrate %s: %w", path, err)
@@ -410,20 +417,20 @@ func migrate(ctx context.Context, db *sql.DB, path string) error {
 	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 		return fmt.Errorf("store: migrate %s: %w", path, err)
 	}
-	if v > SchemaVersion {
-		return fmt.Errorf("store: %s has schema version %d, newer than the %d this nextstate supports; use a newer nextstate", path, v, SchemaVersion)
+	if v > version {
+		return fmt.Errorf("store: %s has schema version %d, newer than the %d this nextstate supports; use a newer nextstate", path, v, version)
 	}
-	if v == SchemaVersion {
+	if v == version {
 		return tx.Commit()
 	}
-	for ; v < SchemaVersion; v++ {
-		for _, stmt := range migrations[v] {
+	for ; v < version; v++ {
+		for _, stmt := range steps[v] {
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
 				return fmt.Errorf("store: migrate %s to version %d: %w", path, v+1, err)
 			}
 		}
 	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion)); err != nil {
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", version)); err != nil {
 		return fmt.Errorf("store: migrate %s: %w", path, err)
 	}
 	if err := tx.Commit(); err != nil {
