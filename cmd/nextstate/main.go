@@ -38,7 +38,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServe(), newServeModel(), newEnvs(), newTasks(), newExport(), newBench(), newDemo(), newRun(), newSWE(), newImage(), newVersion())
+	root.AddCommand(newServe(), newServeModel(), newEnvs(), newTasks(), newExport(), newBench(), newDemo(), newRun(), newSWE(), newProxy(), newImage(), newVersion())
 	return root
 }
 
