@@ -84,7 +84,9 @@
 // `nextstate serve`: it keeps its own store (--data, default
 // <cache>/nextstate/proxy), with the same samples.db format;
 // `nextstate export --format samples --data DIR` reads it while the proxy
-// runs. A Proxy embedded in a server's process may share its
-// *store.Store (Config.Store); Config.OnSample then tells the server's
-// samples stream that a sample was stored.
+// runs. To put the samples on the gym's own samples stream, run the proxy
+// inside the server: `nextstate serve --proxy-upstream URL` mounts it
+// (server.Server.Mount) on the server's address and store, behind the
+// server's token (which is not forwarded upstream), judged by serve's
+// --judge-url; Config.OnSample wakes the stream's subscribers.
 package proxy

@@ -18,7 +18,7 @@ import (
 )
 
 // routes lays out the endpoints. Every one but /healthz needs the token.
-func (s *Server) routes() http.Handler {
+func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.Handle("GET /metrics", s.auth(promhttp.HandlerFor(s.gather, promhttp.HandlerOpts{})))

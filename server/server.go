@@ -103,6 +103,12 @@ type Server struct {
 	metrics *metrics
 	gather  prometheus.Gatherer
 	http    *http.Server
+	mux     *http.ServeMux
+
+	// closers are the mounted components' (Mount), closed at shutdown
+	// after the HTTP server stops and before the store closes.
+	closersMu sync.Mutex
+	closers   []func(context.Context) error
 
 	upgrader *websocket.Upgrader
 
@@ -183,8 +189,9 @@ func New(cfg Config) (*Server, error) {
 	s.mgr = gym.NewManager(mc)
 	s.metrics = newMetrics(reg, s)
 	s.sig.start(st.LastSeq())
+	s.mux = s.routes()
 	s.http = &http.Server{
-		Handler:           s.routes(),
+		Handler:           s.mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
@@ -198,6 +205,27 @@ func (s *Server) Manager() *gym.Manager { return s.mgr }
 
 // Store returns the trajectory store.
 func (s *Server) Store() *store.Store { return s.store }
+
+// Mount serves a component that lives in the server's process and shares
+// its store, such as the OpenAI-compatible proxy of package proxy (`nextstate
+// serve --proxy-upstream`): h answers the patterns (net/http.ServeMux
+// patterns that must not collide with the server's own routes) behind the
+// server's bearer token, and close, when not nil, runs at shutdown after
+// the HTTP server has stopped and before the store closes.
+func (s *Server) Mount(patterns []string, h http.Handler, close func(context.Context) error) {
+	for _, p := range patterns {
+		s.mux.Handle(p, s.auth(h))
+	}
+	if close != nil {
+		s.closersMu.Lock()
+		s.closers = append(s.closers, close)
+		s.closersMu.Unlock()
+	}
+}
+
+// NotifySamples wakes the samples-stream subscribers after samples were
+// appended to the server's store from outside the server (a mounted proxy).
+func (s *Server) NotifySamples() { s.sig.samplesStored() }
 
 // ListenAndServe listens on addr ("127.0.0.1:7070"; port 0 picks one) and
 // serves until Shutdown. It refuses a non-loopback address without a token.
@@ -290,6 +318,14 @@ func (s *Server) shutdown(ctx context.Context) error {
 	}
 	if err := s.mgr.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("sessions: %w", err))
+	}
+	s.closersMu.Lock()
+	closers := s.closers
+	s.closersMu.Unlock()
+	for _, c := range closers {
+		if err := c(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("mounted: %w", err))
+		}
 	}
 	// After the sessions: their closes end the last episodes, whose
 	// judges and samples are then finished.

@@ -32,6 +32,7 @@ type serveFlags struct {
 	stepTimeout, episodeTimeout     time.Duration
 	logLevel                        string
 	judge                           judgeFlags
+	proxy                           proxyFlags
 }
 
 // judgeFlags are serve's signal flags: the judge and the reward mix.
@@ -81,6 +82,7 @@ flushed and every env is closed, within --drain.`,
 	fl.DurationVar(&f.drain, "drain", 30*time.Second, "how long shutdown waits for in-flight work")
 	fl.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fl.StringVar(&f.readyFile, "ready-file", "", "write the bound address (host:port) to this file once listening")
+	f.proxy.register(fl)
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile of the whole run to this file (for go tool pprof)")
 	j := &f.judge
 	fl.StringVar(&j.url, "judge-url", "", "judge steps with the LLM at this OpenAI-compatible base URL (http://host:8000/v1); none by default")
@@ -177,6 +179,12 @@ func runServe(ctx context.Context, f serveFlags) error {
 	})
 	if err != nil {
 		return err
+	}
+	if f.proxy.upstream != "" {
+		if err := mountProxy(srv, f.dataDir, f.proxy, f.judge); err != nil {
+			srv.Shutdown(context.Background())
+			return fmt.Errorf("--proxy-upstream: %w", err)
+		}
 	}
 	ln, err := srv.Listen(f.addr)
 	if err != nil {

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/nextstate-rl/nextstate/proxy"
+	"github.com/nextstate-rl/nextstate/server"
+)
+
+// proxyFlags mount the OpenAI-compatible proxy inside serve, on the
+// server's store, so its samples join the gym's samples stream.
+type proxyFlags struct {
+	upstream, allowUsers, allowFile string
+	sessionRate, userRate           float64
+}
+
+func (p *proxyFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&p.upstream, "proxy-upstream", "", "also serve the OpenAI-compatible proxy (/v1/chat/completions, /v1/models) in front of this policy server; its samples join the samples stream, judged by --judge-url")
+	fl.StringVar(&p.allowUsers, "proxy-allow-users", "", "with --proxy-upstream: comma-separated users whose feedback trains (default: everyone)")
+	fl.StringVar(&p.allowFile, "proxy-allow-users-file", "", "with --proxy-upstream: file of users whose feedback trains, one a line")
+	fl.Float64Var(&p.sessionRate, "proxy-session-rate", 0, "with --proxy-upstream: trained turns per minute per session (0: no limit)")
+	fl.Float64Var(&p.userRate, "proxy-user-rate", 0, "with --proxy-upstream: trained turns per minute per user (0: no limit)")
+}
+
+// mountProxy serves the proxy on srv's address and store: its samples are
+// stored and streamed as the gym's, its quarantine lives in the store's
+// directory, and it is closed (its queued turns judged) before the store.
+// The server's bearer token guards it and is not forwarded upstream.
+func mountProxy(srv *server.Server, dataDir string, pf proxyFlags, j judgeFlags) error {
+	allow, err := readAllow(pf.allowUsers, pf.allowFile)
+	if err != nil {
+		return err
+	}
+	cfg := proxy.Config{Upstream: pf.upstream, AllowUsers: allow, SessionRate: pf.sessionRate, UserRate: pf.userRate,
+		Store: srv.Store(), OnSample: func(int64) { srv.NotifySamples() }}
+	if j.url != "" {
+		jc := proxy.JudgeConfig{Endpoint: j.url, Model: j.model, Timeout: j.timeout}
+		if j.votes > 0 {
+			jc.Votes = j.votes
+		}
+		if j.apiKeyEnv != "" {
+			if jc.APIKey = os.Getenv(j.apiKeyEnv); jc.APIKey == "" {
+				return fmt.Errorf("--judge-api-key-env %s: the variable is empty or unset", j.apiKeyEnv)
+			}
+		}
+		if jc.Timeout == 0 {
+			jc.Timeout = 2 * time.Minute
+		}
+		if cfg.Judge, err = proxy.NewHTTPJudge(jc); err != nil {
+			return err
+		}
+	}
+	if cfg.Quarantine, err = proxy.OpenQuarantine(dataDir); err != nil {
+		return err
+	}
+	p, err := proxy.New(cfg)
+	if err != nil {
+		return err
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Del("Authorization") // the server's token, not the upstream's
+		p.ServeHTTP(w, r)
+	})
+	srv.Mount([]string{"/v1/chat/completions", "/v1/models"}, h, p.Close)
+	return nil
+}
