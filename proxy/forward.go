@@ -24,17 +24,9 @@ type turnMeta struct {
 
 // chatRequest is the part of a chat request the proxy reads.
 type chatRequest struct {
-	Messages []chatMessage `json:"messages"`
-	Stream   bool          `json:"stream"`
-	User     string        `json:"user"`
-}
-
-type chatMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	Name       string          `json:"name"`
-	ToolCalls  []gym.ToolCall  `json:"tool_calls"`
-	ToolCallID string          `json:"tool_call_id"`
+	Messages []rl.ChatMessage `json:"messages"`
+	Stream   bool             `json:"stream"`
+	User     string           `json:"user"`
 }
 
 // readMeta reads the session keys from the headers and the body. It
@@ -113,44 +105,6 @@ func (e *clientError) Error() string { return e.msg }
 
 func errBadBody(err error) error {
 	return &clientError{"request body: want a JSON object (an OpenAI chat request): " + err.Error()}
-}
-
-// messages turns the request's chat messages into rl's; content given as
-// parts keeps its text, with "[image]" for each image.
-func messages(in []chatMessage) []rl.Message {
-	out := make([]rl.Message, 0, len(in))
-	for _, m := range in {
-		out = append(out, rl.Message{Role: m.Role, Content: contentText(m.Content), Name: m.Name,
-			ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID})
-	}
-	return out
-}
-
-func contentText(raw json.RawMessage) string {
-	if len(raw) == 0 || string(raw) == "null" {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(raw, &parts) != nil {
-		return string(raw)
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		switch {
-		case p.Type == "text":
-			b.WriteString(p.Text)
-		case strings.Contains(p.Type, "image"):
-			b.WriteString("[image]")
-		}
-	}
-	return b.String()
 }
 
 // answer is the policy's reply as assembled from the response.

@@ -249,7 +249,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if meta.user == "" {
 			meta.user = req.User
 		}
-		msgs := messages(req.Messages)
+		msgs := rl.FromChat(req.Messages)
 		rec, reason = p.mainTurn(meta, msgs)
 	}
 	if reason != "" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/nextstate-rl/nextstate/gym"
@@ -152,57 +151,16 @@ func textContext(ep *episode, i int) []rl.Message {
 	return msgs
 }
 
-// chatMessage is an OpenAI chat message as an agent sends it in a Turn.
-type chatMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	Name       string          `json:"name"`
-	ToolCalls  []gym.ToolCall  `json:"tool_calls"`
-	ToolCallID string          `json:"tool_call_id"`
-}
-
-// chatMessages reads a Turn's messages; content given as parts keeps its
-// text, with "[image]" for each image. Messages that are not an array of
-// chat messages give nil (the context is then built from the record).
+// chatMessages reads a Turn's messages (rl.FromChat). Messages that are
+// not an array of chat messages give nil (the context is then built from
+// the record).
 func chatMessages(raw json.RawMessage) []rl.Message {
 	if len(raw) == 0 {
 		return nil
 	}
-	var in []chatMessage
+	var in []rl.ChatMessage
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return nil
 	}
-	out := make([]rl.Message, 0, len(in))
-	for _, m := range in {
-		out = append(out, rl.Message{Role: m.Role, Content: contentText(m.Content), Name: m.Name,
-			ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID})
-	}
-	return out
-}
-
-func contentText(raw json.RawMessage) string {
-	if len(raw) == 0 || string(raw) == "null" {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(raw, &parts) != nil {
-		return string(raw)
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		switch {
-		case p.Type == "text":
-			b.WriteString(p.Text)
-		case strings.Contains(p.Type, "image"):
-			b.WriteString("[image]")
-		}
-	}
-	return b.String()
+	return rl.FromChat(in)
 }
