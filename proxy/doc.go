@@ -6,6 +6,8 @@
 //
 //	nextstate proxy --upstream http://localhost:8000 --listen 127.0.0.1:8090 \
 //	    --judge-url http://localhost:8001/v1 --judge-model Qwen/Qwen3-8B --data DIR
+//	nextstate proxy --upstream http://localhost:8000 --listen 0.0.0.0:8090 \
+//	    --users-file users.txt --allow-users alice ...   # beyond loopback: tokens
 //
 // # Forwarding
 //
@@ -17,6 +19,9 @@
 // been written. The body goes upstream byte for byte unless it holds a
 // session key, which is then removed (the body is re-encoded); nothing is
 // added (stream_options.include_usage is sent only if the client asked).
+// The client's Authorization header goes upstream only when the proxy has
+// no token of its own; Config.UpstreamKey (--upstream-api-key-env) sends
+// the upstream's key instead.
 //
 // # Sessions
 //
@@ -24,7 +29,7 @@
 //	X-Session-Id     session_id     the conversation; none: forwarded and counted, not trained on
 //	X-Turn-Type      turn_type      main (default) or side (heartbeats, memory flushes: forwarded only)
 //	X-Session-Done   session_done   true on the session's last request
-//	X-User-Id        user           whose feedback it is (OpenAI's "user" field)
+//	X-User-Id        user           whose conversation it is (OpenAI's "user" field); see Identity
 //
 // Headers win over body keys. A main turn is recorded once answered: its
 // messages (the prompt), the answer's text (tool calls appended as
@@ -40,10 +45,45 @@
 // X-Nextstate-Trained: false; reason=R, R one of no_session, side_turn,
 // not_allowed, rate_limited, session_done, no_judge.
 //
+// # Identity
+//
+// A next state trains a turn only if it comes from the turn's own user and
+// that user is allowed. To make "its own user" mean something:
+//
+//   - A session is bound to the user of its first main request (no user is
+//     a user too: a session begun without one stays without). A later
+//     request in the session, main or side, from another user, or without
+//     the user, is refused with 403 Forbidden and an error that says the
+//     session belongs to another user; it is not forwarded and changes
+//     nothing, so the bound user's next message is still the next state of
+//     their pending turn. Such refusals are logged (with both users) and
+//     counted (Stats.WrongUser). A session is taken by whoever sends its id
+//     first: use ids no one else can guess.
+//   - Who the user is depends on the channel. With no token the user is
+//     whatever the request says (X-User-Id, else the body's user), so the
+//     standalone proxy then listens only on loopback addresses
+//     (CheckListen, Proxy.Listen: --listen 0.0.0.0:8090 without a token is
+//     refused, as `nextstate serve` refuses it): anyone who can reach it
+//     can name any user. Config.Token (--token, --token-file or
+//     $NEXTSTATE_TOKEN) is a shared bearer token ("Authorization: Bearer
+//     <token>", the scheme in any case) for a front end that authenticates
+//     its users itself: a request with it names its user as before.
+//     Config.Users (--users-file, "TOKEN USER" a line) gives each user a
+//     token of their own, and then the token says who is speaking: a
+//     request in a session that names another user is refused (403). With
+//     either, a request without a right token is refused with 401 and
+//     WWW-Authenticate (Stats.Unauthorized), the token is not forwarded
+//     upstream, and the proxy may listen on any address.
+//   - Mounted in `nextstate serve`, the proxy is behind the server's one
+//     bearer token: users are self-asserted there, as behind --token; per-user
+//     tokens need the standalone proxy.
+//
 // # Feedback not to learn from
 //
 // Config.AllowUsers (--allow-users a,b or --allow-users-file) lists whose
-// feedback trains; with no list, everyone's does. SessionRate and UserRate
+// feedback trains; with no list, everyone's does. A user not on it has
+// neither their turns nor their messages trained on: their sessions are
+// their own (see Identity), so their messages are no one else's next state. SessionRate and UserRate
 // (--session-rate, --user-rate) bound the trained turns per minute of a
 // session and of a user: token buckets holding a minute's worth (at least
 // one). The judge also looks for next states that try to make the agent
@@ -88,5 +128,6 @@
 // inside the server: `nextstate serve --proxy-upstream URL` mounts it
 // (server.Server.Mount) on the server's address and store, behind the
 // server's token (which is not forwarded upstream), judged by serve's
-// --judge-url; Config.OnSample wakes the stream's subscribers.
+// --judge-url; Config.OnSample wakes the stream's subscribers. Its users
+// are self-asserted behind that token (see Identity).
 package proxy

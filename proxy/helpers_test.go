@@ -23,6 +23,7 @@ import (
 type upstream struct {
 	mu     sync.Mutex
 	bodies [][]byte
+	auths  []string // the Authorization header of each chat request
 	// gate, when set, holds a stream between its first and second chunk.
 	gate chan struct{}
 	// sent is signalled after the first chunk of a stream is flushed.
@@ -48,6 +49,7 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	u.mu.Lock()
 	u.bodies = append(u.bodies, body)
+	u.auths = append(u.auths, r.Header.Get("Authorization"))
 	u.mu.Unlock()
 	var req struct {
 		Stream   bool `json:"stream"`
@@ -186,8 +188,19 @@ func newFixture(t *testing.T, mod func(*Config)) *fixture {
 }
 
 // post sends a chat request with the given headers and returns the
-// response's trained header and body.
+// response's trained header and body; the answer must be 200.
 func (f *fixture) post(t *testing.T, body string, headers ...string) (string, string) {
+	t.Helper()
+	resp, b := f.send(t, body, headers...)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %s: %s", resp.Status, b)
+	}
+	return resp.Header.Get(TrainedHeader), b
+}
+
+// send sends a chat request with the given headers and returns the
+// response (its body read and closed) and its body.
+func (f *fixture) send(t *testing.T, body string, headers ...string) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/v1/chat/completions", strings.NewReader(body))
 	if err != nil {
@@ -202,10 +215,7 @@ func (f *fixture) post(t *testing.T, body string, headers ...string) (string, st
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %s: %s", resp.Status, b)
-	}
-	return resp.Header.Get(TrainedHeader), string(b)
+	return resp, string(b)
 }
 
 func (f *fixture) flush(t *testing.T) {

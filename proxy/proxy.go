@@ -3,10 +3,12 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nextstate-rl/nextstate/internal/auth"
 	"github.com/nextstate-rl/nextstate/rl"
 	"github.com/nextstate-rl/nextstate/server/store"
 )
@@ -48,6 +51,20 @@ type Config struct {
 	Judge Judge
 	// AllowUsers lists the users whose feedback trains; nil or empty allows everyone.
 	AllowUsers []string
+	// Token, when set, is a bearer token that lets a request in
+	// ("Authorization: Bearer <token>"); the user of a request sent with it
+	// is the one the request names (X-User-Id or the body's user), so hold
+	// it only where users are authenticated already (a front end).
+	Token string
+	// Users maps per-user bearer tokens to user ids: a request sent with one
+	// is that user's (one in a session that names another user is refused,
+	// 403). With
+	// Token or Users set, a request without one of them is refused (401).
+	Users map[string]string
+	// UpstreamKey, when set, is sent upstream as "Authorization: Bearer
+	// <key>". A client's own Authorization header goes upstream only when
+	// the proxy has no Token, no Users and no UpstreamKey.
+	UpstreamKey string
 	// SessionRate and UserRate bound the trained turns per minute of one
 	// session and of one user (token buckets, bursts of the same size); 0
 	// is no bound.
@@ -66,6 +83,10 @@ type Config struct {
 // Stats counts what the proxy did.
 type Stats struct {
 	Requests, NoSession, Side, Trained, Samples, Quarantined, Dropped, JudgeErrors int64
+	// Unauthorized counts the requests refused for a missing or wrong
+	// bearer token; WrongUser those refused because their session is bound
+	// to another user, or because they named a user other than their token's.
+	Unauthorized, WrongUser int64
 }
 
 // Proxy is the OpenAI-compatible proxy, an http.Handler.
@@ -73,11 +94,12 @@ type Proxy struct {
 	cfg      Config
 	upstream *url.URL
 	allow    map[string]bool
+	users    map[[sha256.Size]byte]string // per-user tokens, by their hash
 	log      *slog.Logger
 
 	mu       sync.Mutex
 	sessions map[string]*session
-	users    map[string]*bucket
+	buckets  map[string]*bucket // per user
 
 	jobs    chan job
 	wg      sync.WaitGroup
@@ -87,11 +109,13 @@ type Proxy struct {
 	busy atomic.Int64 // turns submitted and not yet stored
 
 	requests, noSession, side, trained, samples, quarantined, dropped, judgeErrors atomic.Int64
+	unauthorized, wrongUser                                                        atomic.Int64
 }
 
 // session is one conversation's state: its last main turn, waiting for its
-// next state.
+// next state, and the user it is bound to (its first main request's).
 type session struct {
+	user    string
 	seen    time.Time
 	pending *Turn
 	steps   int
@@ -141,8 +165,17 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	p := &Proxy{cfg: cfg, upstream: u, log: cfg.Log, sessions: map[string]*session{}, users: map[string]*bucket{},
+	p := &Proxy{cfg: cfg, upstream: u, log: cfg.Log, sessions: map[string]*session{}, buckets: map[string]*bucket{},
 		jobs: make(chan job, cfg.Queue)}
+	if len(cfg.Users) > 0 {
+		p.users = map[[sha256.Size]byte]string{}
+		for tok, user := range cfg.Users {
+			if tok == "" || user == "" || tok == cfg.Token {
+				return nil, errors.New("proxy: Users maps bearer tokens to user ids: a token or a user id is empty, or a token is also the shared Token")
+			}
+			p.users[sha256.Sum256([]byte(tok))] = user
+		}
+	}
 	if len(cfg.AllowUsers) > 0 {
 		p.allow = map[string]bool{}
 		for _, a := range cfg.AllowUsers {
@@ -157,8 +190,77 @@ func New(cfg Config) (*Proxy, error) {
 
 // Stats returns the counters.
 func (p *Proxy) Stats() Stats {
-	return Stats{p.requests.Load(), p.noSession.Load(), p.side.Load(), p.trained.Load(), p.samples.Load(),
-		p.quarantined.Load(), p.dropped.Load(), p.judgeErrors.Load()}
+	return Stats{Requests: p.requests.Load(), NoSession: p.noSession.Load(), Side: p.side.Load(), Trained: p.trained.Load(),
+		Samples: p.samples.Load(), Quarantined: p.quarantined.Load(), Dropped: p.dropped.Load(),
+		JudgeErrors: p.judgeErrors.Load(), Unauthorized: p.unauthorized.Load(), WrongUser: p.wrongUser.Load()}
+}
+
+// CheckListen is the standalone proxy's listen rule, `nextstate serve`'s:
+// a proxy guarded by a token (Token or Users) may listen anywhere, one
+// without only on a loopback address, since whoever reaches it can name
+// any user.
+func CheckListen(addr string, guarded bool) error {
+	return auth.CheckListen(addr, guarded, "--token, --token-file or --users-file", "127.0.0.1:8090")
+}
+
+// Listen opens the standalone proxy's listener on addr, under CheckListen.
+func (p *Proxy) Listen(addr string) (net.Listener, error) {
+	if err := CheckListen(addr, p.guarded()); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
+	}
+	if err := CheckListen(ln.Addr().String(), p.guarded()); err != nil { // localhost resolved elsewhere
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
+
+// guarded says whether requests need a bearer token.
+func (p *Proxy) guarded() bool { return p.cfg.Token != "" || p.users != nil }
+
+// authenticate checks h's bearer token when the proxy has tokens: ok is
+// false without a right one; user is the user of a per-user token, "" for
+// the shared one (the request names its user).
+func (p *Proxy) authenticate(h http.Header) (user string, ok bool) {
+	if !p.guarded() {
+		return "", true
+	}
+	tok, ok := auth.Bearer(h)
+	if !ok {
+		return "", false
+	}
+	if auth.Equal(tok, p.cfg.Token) {
+		return "", true
+	}
+	user, ok = p.users[sha256.Sum256([]byte(tok))] // a hash's lookup time says nothing of the token
+	return user, ok
+}
+
+func (p *Proxy) allowed(user string) bool { return p.allow == nil || p.allow[user] }
+
+// wrongUserError refuses a request in a session bound to another user.
+type wrongUserError struct{ session, bound, user string }
+
+func (e *wrongUserError) Error() string {
+	return "session " + e.session + " belongs to another user: a session is bound to the user of its first request " +
+		"(X-User-Id, the body's user, or a per-user token; none is a user too), and only that user's requests continue it; " +
+		"start another session (a new X-Session-Id) for this user"
+}
+
+// refuse answers a request that may not speak in its session (403).
+func (p *Proxy) refuse(w http.ResponseWriter, err error) {
+	p.wrongUser.Add(1)
+	if e := (*wrongUserError)(nil); errors.As(err, &e) {
+		p.log.Warn("proxy: request refused: its session is bound to another user", "session", e.session,
+			"bound_user", e.bound, "user", e.user)
+	} else {
+		p.log.Warn("proxy: request refused", "err", err)
+	}
+	httpError(w, http.StatusForbidden, err.Error())
 }
 
 // Close stops taking turns to judge and waits for the queued ones until
@@ -214,6 +316,13 @@ func (p *Proxy) submit(j job) {
 // ServeHTTP forwards the request and records the main turns of sessions.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.requests.Add(1)
+	tokenUser, ok := p.authenticate(r.Header)
+	if !ok {
+		p.unauthorized.Add(1)
+		w.Header().Set("WWW-Authenticate", auth.Challenge)
+		httpError(w, http.StatusUnauthorized, auth.Missing)
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<20))
 	if err != nil {
 		httpError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
@@ -224,24 +333,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	var rec *Turn // the turn to keep once answered
+	var rec *Turn     // the turn to keep once answered
+	var sess *session // rec's session
+	var req chatRequest
 	chat := r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/chat/completions")
-	reason := ""
-	switch {
-	case !chat:
-	case meta.session == "":
-		reason = ReasonNoSession
-		p.noSession.Add(1)
-	case meta.side:
-		reason = ReasonSideTurn
-		p.side.Add(1)
-		if meta.done { // the session ends: its pending turn has no next state
-			p.mu.Lock()
-			delete(p.sessions, meta.session)
-			p.mu.Unlock()
-		}
-	default:
-		var req chatRequest
+	if chat && meta.session != "" {
 		if err := jsonUnmarshal(body, &req); err != nil {
 			httpError(w, http.StatusBadRequest, err.Error())
 			return
@@ -249,8 +345,34 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if meta.user == "" {
 			meta.user = req.User
 		}
-		msgs := rl.FromChat(req.Messages)
-		rec, reason = p.mainTurn(meta, msgs)
+		if tokenUser != "" {
+			if meta.user != "" && meta.user != tokenUser {
+				p.refuse(w, fmt.Errorf("user %q: the bearer token is %s's, and a per-user token says who is speaking; "+
+					"leave X-User-Id and the body's user out, or name %s", meta.user, tokenUser, tokenUser))
+				return
+			}
+			meta.user = tokenUser
+		}
+	}
+	reason := ""
+	switch {
+	case !chat:
+	case meta.session == "":
+		reason = ReasonNoSession
+		p.noSession.Add(1)
+	case meta.side:
+		if err := p.sideTurn(meta); err != nil {
+			p.refuse(w, err)
+			return
+		}
+		reason = ReasonSideTurn
+		p.side.Add(1)
+	default:
+		var err error
+		if rec, sess, reason, err = p.mainTurn(meta, rl.FromChat(req.Messages)); err != nil {
+			p.refuse(w, err)
+			return
+		}
 	}
 	if reason != "" {
 		w.Header().Set(TrainedHeader, "false; reason="+reason)
@@ -267,24 +389,49 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p.mu.Lock()
-	if s := p.sessions[meta.session]; s != nil {
-		s.pending = rec
+	if p.sessions[meta.session] == sess { // not forgotten (and taken by another user) meanwhile
+		sess.pending = rec
 	}
 	p.mu.Unlock()
 }
 
+// sideTurn checks a side turn against its session's user and ends the
+// session when the turn says so (its pending turn has no next state).
+func (p *Proxy) sideTurn(meta turnMeta) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.sessions[meta.session]
+	if s == nil {
+		return nil
+	}
+	if s.user != meta.user {
+		return &wrongUserError{meta.session, s.user, meta.user}
+	}
+	if meta.done {
+		delete(p.sessions, meta.session)
+	}
+	return nil
+}
+
 // mainTurn handles a main turn before it is forwarded: its last message
 // is the next state of the session's pending turn, which goes to the
-// judge; it returns the turn to keep, or why it is not trained on.
-func (p *Proxy) mainTurn(meta turnMeta, msgs []rl.Message) (*Turn, string) {
+// judge; it returns the turn to keep and its session, or why it is not
+// trained on. A session is bound to the user of its first main turn: a
+// request of another user is refused (a *wrongUserError) and changes
+// nothing.
+func (p *Proxy) mainTurn(meta turnMeta, msgs []rl.Message) (*Turn, *session, string, error) {
 	now := time.Now()
 	p.mu.Lock()
 	s := p.sessions[meta.session]
+	if s != nil && s.user != meta.user {
+		p.mu.Unlock()
+		return nil, nil, "", &wrongUserError{meta.session, s.user, meta.user}
+	}
 	if s == nil {
 		if len(p.sessions) >= maxSessions {
 			p.evictLocked()
 		}
-		s = &session{}
+		s = &session{user: meta.user}
 		if p.cfg.SessionRate > 0 {
 			s.bucket = newBucket(p.cfg.SessionRate, now)
 		}
@@ -300,7 +447,7 @@ func (p *Proxy) mainTurn(meta turnMeta, msgs []rl.Message) (*Turn, string) {
 	case meta.done:
 		reason = ReasonSessionDone
 		delete(p.sessions, meta.session)
-	case p.allow != nil && !p.allow[meta.user]:
+	case !p.allowed(meta.user):
 		reason = ReasonNotAllowed
 	case s.bucket != nil && !s.bucket.peek(now):
 		reason = ReasonRateLimited
@@ -315,17 +462,19 @@ func (p *Proxy) mainTurn(meta turnMeta, msgs []rl.Message) (*Turn, string) {
 		}
 	}
 	p.mu.Unlock()
-	if prev != nil && len(msgs) > 0 {
+	// A next state trains the pending turn only if its sender is allowed
+	// and is the turn's user (which the binding above makes so).
+	if prev != nil && len(msgs) > 0 && prev.User == meta.user && p.allowed(meta.user) {
 		p.submit(job{t: prev, next: msgs[len(msgs)-1]})
 	}
 	if reason == "" && p.cfg.Judge == nil {
 		reason = ReasonNoJudge
 	}
 	if reason != "" {
-		return nil, reason
+		return nil, s, reason, nil
 	}
 	p.trained.Add(1)
-	return &Turn{Session: meta.session, User: meta.user, Step: step, Messages: msgs}, ""
+	return &Turn{Session: meta.session, User: meta.user, Step: step, Messages: msgs}, s, "", nil
 }
 
 // maxSessions bounds the sessions held; past it the least recently seen
@@ -344,10 +493,10 @@ func (p *Proxy) evictLocked() {
 }
 
 func (p *Proxy) userBucket(user string, now time.Time) *bucket {
-	b := p.users[user]
+	b := p.buckets[user]
 	if b == nil {
 		b = newBucket(p.cfg.UserRate, now)
-		p.users[user] = b
+		p.buckets[user] = b
 	}
 	return b
 }
@@ -364,11 +513,15 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte) *an
 		httpError(w, http.StatusBadGateway, err.Error())
 		return nil
 	}
+	ownAuth := p.guarded() || p.cfg.UpstreamKey != "" // the client's Authorization is not the upstream's
 	for k, v := range r.Header {
-		if hopHeader(k) {
+		if hopHeader(k) || (ownAuth && k == "Authorization") {
 			continue
 		}
 		req.Header[k] = v
+	}
+	if p.cfg.UpstreamKey != "" {
+		req.Header.Set("Authorization", "Bearer "+p.cfg.UpstreamKey)
 	}
 	req.ContentLength = int64(len(body))
 	resp, err := p.cfg.Client.Do(req)

@@ -29,7 +29,7 @@ func TestProxySessionTurns(t *testing.T) {
 	// Thanks: turn 2's next state.
 	f.post(t, conv("", "q", "a", "wrong", "answer", "Thanks, that's it."), sid...)
 	// The session ends, in the body's keys: turn 3 is judged, turn 4 is not trained on.
-	h, _ := f.post(t, conv(`,"session_id":"s1","session_done":true`, "q", "a", "bye"))
+	h, _ := f.post(t, conv(`,"session_id":"s1","session_done":true,"user":"alice"`, "q", "a", "bye"))
 	if h != "false; reason=session_done" {
 		t.Fatalf("last turn header %q", h)
 	}

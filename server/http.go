@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/nextstate-rl/nextstate/gym"
+	"github.com/nextstate-rl/nextstate/internal/auth"
 	"github.com/nextstate-rl/nextstate/server/store"
 	"github.com/nextstate-rl/nextstate/server/wire"
 )
@@ -61,8 +62,8 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) auth(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.authorized(r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="nextstate"`)
-			writeHTTPError(w, wire.Errorf(wire.CodeUnauthorized, "missing or wrong bearer token: send the header \"Authorization: Bearer <token>\""))
+			w.Header().Set("WWW-Authenticate", auth.Challenge)
+			writeHTTPError(w, wire.Errorf(wire.CodeUnauthorized, auth.Missing))
 			return
 		}
 		h.ServeHTTP(w, r)

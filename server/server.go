@@ -32,13 +32,11 @@ package server
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +45,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nextstate-rl/nextstate/gym"
+	"github.com/nextstate-rl/nextstate/internal/auth"
 	"github.com/nextstate-rl/nextstate/server/store"
 	"github.com/nextstate-rl/nextstate/server/wire"
 )
@@ -239,8 +238,8 @@ func (s *Server) ListenAndServe(addr string) error {
 
 // Listen checks addr against the auth rule and opens a listener on it.
 func (s *Server) Listen(addr string) (net.Listener, error) {
-	if s.cfg.Token == "" && !loopback(addr) {
-		return nil, fmt.Errorf("refusing to listen on %s without a token: set a token (--token or --token-file) or listen on a loopback address such as 127.0.0.1:7070", addr)
+	if err := auth.CheckListen(addr, s.cfg.Token != "", "--token or --token-file", "127.0.0.1:7070"); err != nil {
+		return nil, err
 	}
 	return net.Listen("tcp", addr)
 }
@@ -248,7 +247,7 @@ func (s *Server) Listen(addr string) (net.Listener, error) {
 // Serve accepts connections on ln until Shutdown; it then returns
 // http.ErrServerClosed.
 func (s *Server) Serve(ln net.Listener) error {
-	if s.cfg.Token == "" && !loopback(ln.Addr().String()) {
+	if s.cfg.Token == "" && !auth.Loopback(ln.Addr().String()) {
 		ln.Close()
 		return fmt.Errorf("refusing to serve on %s without a token", ln.Addr())
 	}
@@ -266,18 +265,6 @@ func (s *Server) Addr() net.Addr {
 		return nil
 	}
 	return s.ln.Addr()
-}
-
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // Shutdown stops the server in order: stop admitting sessions and accepting
@@ -410,10 +397,6 @@ func (s *Server) authorized(r *http.Request) bool {
 	if s.cfg.Token == "" {
 		return true
 	}
-	h := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok {
-		return false
-	}
-	return subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.Token)) == 1
+	tok, ok := auth.Bearer(r.Header)
+	return ok && auth.Equal(tok, s.cfg.Token)
 }

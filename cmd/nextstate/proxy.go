@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -28,6 +27,7 @@ func defaultProxyDataDir() string { return filepath.Join(defaultDataDir(), "prox
 
 func newProxy() *cobra.Command {
 	var upstream, listen, dataDir, allowUsers, allowFile, readyFile string
+	var token, tokenFile, usersFile, upstreamKeyEnv string
 	var judgeURL, judgeModel, judgeKeyEnv string
 	var votes, workers, queue int
 	var sessionRate, userRate float64
@@ -43,15 +43,38 @@ X-Session-Done and X-User-Id headers, or session_id, turn_type, session_done and
 body. Samples go to the store in --data (its own: a store is locked by the process that
 writes it); "nextstate export --format samples --data DIR" reads them, also while the proxy
 runs. Turns whose next state the judge flags (unsafe, or against the agent's instructions)
-are quarantined: see "nextstate proxy quarantine". See the proxy package's doc.`,
+are quarantined: see "nextstate proxy quarantine".
+
+A session is bound to the user of its first request; a request of another user in it is
+refused (403), so that only the user's own next message trains the user's turn. Users are
+who the request says (X-User-Id, user) behind --token, a bearer token for a front end that
+authenticates them; with --users-file each user has a token of their own and the token says
+who is speaking. Without a token the proxy listens only on loopback addresses. See the
+proxy package's doc.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			allow, err := readAllow(allowUsers, allowFile)
 			if err != nil {
 				return err
 			}
-			cfg := proxy.Config{Upstream: upstream, AllowUsers: allow, SessionRate: sessionRate, UserRate: userRate,
-				Workers: workers, Queue: queue}
+			tok, err := readToken(token, tokenFile)
+			if err != nil {
+				return err
+			}
+			users, err := readUsers(usersFile)
+			if err != nil {
+				return err
+			}
+			if err := proxy.CheckListen(listen, tok != "" || len(users) > 0); err != nil {
+				return err
+			}
+			cfg := proxy.Config{Upstream: upstream, AllowUsers: allow, Token: tok, Users: users,
+				SessionRate: sessionRate, UserRate: userRate, Workers: workers, Queue: queue}
+			if upstreamKeyEnv != "" {
+				if cfg.UpstreamKey = os.Getenv(upstreamKeyEnv); cfg.UpstreamKey == "" {
+					return fmt.Errorf("--upstream-api-key-env %s: the variable is empty or unset", upstreamKeyEnv)
+				}
+			}
 			if judgeURL != "" {
 				jc := proxy.JudgeConfig{Endpoint: judgeURL, Model: judgeModel, Votes: votes, Timeout: judgeTimeout}
 				if judgeKeyEnv != "" {
@@ -85,7 +108,11 @@ are quarantined: see "nextstate proxy quarantine". See the proxy package's doc.`
 	}
 	fl := c.Flags()
 	fl.StringVar(&upstream, "upstream", "", "the policy's OpenAI-compatible server, e.g. http://localhost:8000 (required)")
-	fl.StringVar(&listen, "listen", "127.0.0.1:8090", "address to listen on")
+	fl.StringVar(&listen, "listen", "127.0.0.1:8090", "address to listen on (one not on loopback needs --token, --token-file or --users-file)")
+	fl.StringVar(&token, "token", "", "bearer token clients must send (or $NEXTSTATE_TOKEN); its requests name their user (X-User-Id, user)")
+	fl.StringVar(&tokenFile, "token-file", "", "file holding the bearer token")
+	fl.StringVar(&usersFile, "users-file", "", `file of per-user bearer tokens, "TOKEN USER" a line (# comments): the token says who is speaking`)
+	fl.StringVar(&upstreamKeyEnv, "upstream-api-key-env", "", "environment variable holding the upstream's API key (else a client's Authorization goes upstream when the proxy has no token)")
 	fl.StringVar(&dataDir, "data", defaultProxyDataDir(), "the proxy's store directory (samples.db, quarantine/)")
 	fl.StringVar(&readyFile, "ready-file", "", "write the listening address here once ready")
 	fl.StringVar(&allowUsers, "allow-users", "", "comma-separated users whose feedback trains (default: everyone)")
@@ -105,9 +132,9 @@ are quarantined: see "nextstate proxy quarantine". See the proxy package's doc.`
 }
 
 func serveProxy(ctx context.Context, p *proxy.Proxy, listen, readyFile string) error {
-	ln, err := net.Listen("tcp", listen)
+	ln, err := p.Listen(listen)
 	if err != nil {
-		return fmt.Errorf("proxy: %w", err)
+		return err
 	}
 	srv := &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
 	errc := make(chan error, 1)
@@ -141,24 +168,66 @@ func readAllow(list, file string) ([]string, error) {
 	if file == "" {
 		return out, nil
 	}
+	err := eachLine("--allow-users-file", file, "a user", func(_ int, u string) error {
+		out = append(out, u)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// readUsers reads a --users-file: "TOKEN USER" a line, # comments and
+// blank lines skipped; a token may appear once, a user on several lines.
+func readUsers(file string) (map[string]string, error) {
+	if file == "" {
+		return nil, nil
+	}
+	users := map[string]string{}
+	err := eachLine("--users-file", file, `"TOKEN USER"`, func(n int, line string) error {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			return fmt.Errorf("--users-file %s:%d: want \"TOKEN USER\", two words (a token, a user id), got %d", file, n, len(f))
+		}
+		if _, dup := users[f[0]]; dup {
+			return fmt.Errorf("--users-file %s:%d: that token is given twice; each user needs a token of their own", file, n)
+		}
+		users[f[0]] = f[1]
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return users, nil
+}
+
+// eachLine calls f with each line of the file a flag names, trimmed, and
+// its number, skipping blank lines and # comments; a file with no line is
+// an error that says what a line is (want).
+func eachLine(flag, file, want string, f func(n int, line string) error) error {
 	fh, err := os.Open(file)
 	if err != nil {
-		return nil, fmt.Errorf("--allow-users-file: %w", err)
+		return fmt.Errorf("%s: %w", flag, err)
 	}
 	defer fh.Close()
 	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		if u := strings.TrimSpace(sc.Text()); u != "" && !strings.HasPrefix(u, "#") {
-			out = append(out, u)
+	lines := 0
+	for n := 1; sc.Scan(); n++ {
+		if line := strings.TrimSpace(sc.Text()); line != "" && !strings.HasPrefix(line, "#") {
+			lines++
+			if err := f(n, line); err != nil {
+				return err
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("--allow-users-file: %w", err)
+		return fmt.Errorf("%s: %w", flag, err)
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("--allow-users-file %s names no user; give one a line, or leave the flag out to allow everyone", file)
+	if lines == 0 {
+		return fmt.Errorf("%s %s names no user; give %s a line, or leave the flag out", flag, file, want)
 	}
-	return out, nil
+	return nil
 }
 
 func newProxyQuarantine() *cobra.Command {

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -80,5 +82,55 @@ func TestProxyCommandFlags(t *testing.T) {
 	}
 	if got, _ := readAllow("a, b,", ""); len(got) != 2 || got[1] != "b" {
 		t.Fatalf("allow list %v", got)
+	}
+}
+
+// TestProxyCommandListen: like serve, the proxy refuses to listen beyond
+// loopback without a token, before it opens anything.
+func TestProxyCommandListen(t *testing.T) {
+	t.Setenv("NEXTSTATE_TOKEN", "")
+	for _, addr := range []string{"0.0.0.0:8090", ":8090", "192.0.2.1:8090"} {
+		dir := filepath.Join(t.TempDir(), "data")
+		_, err := runProxyCmd(t, "--upstream", "http://127.0.0.1:8000", "--listen", addr, "--data", dir)
+		if err == nil || !strings.Contains(err.Error(), "refusing to listen on "+addr+" without a token: set a token (--token, --token-file or --users-file)") {
+			t.Errorf("--listen %s without a token: %v", addr, err)
+		}
+		if _, serr := os.Stat(dir); serr == nil {
+			t.Errorf("--listen %s: the store was opened before the address was checked", addr)
+		}
+	}
+	if _, err := runProxyCmd(t, "--upstream", "http://127.0.0.1:8000", "--token", "a", "--token-file", "f", "--data", t.TempDir()); err == nil ||
+		!strings.Contains(err.Error(), "not both") {
+		t.Errorf("--token and --token-file: %v", err)
+	}
+}
+
+func TestProxyUsersFile(t *testing.T) {
+	write := func(text string) string {
+		f := filepath.Join(t.TempDir(), "users")
+		if err := os.WriteFile(f, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	got, err := readUsers(write("# token user\ntok-a alice\n\n  tok-b   bob  \ntok-c alice\n"))
+	if err != nil || len(got) != 3 || got["tok-a"] != "alice" || got["tok-b"] != "bob" || got["tok-c"] != "alice" {
+		t.Fatalf("users %v, %v", got, err)
+	}
+	if got, err := readUsers(""); got != nil || err != nil {
+		t.Fatalf("no file: %v %v", got, err)
+	}
+	for text, want := range map[string]string{
+		"tok-a alice\ntok-a bob\n": ":2: that token is given twice",
+		"tok-a\n":                  ":1: want \"TOKEN USER\"",
+		"tok-a alice smith\n":      "two words",
+		"# nobody\n":               "names no user",
+	} {
+		if _, err := readUsers(write(text)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("users file %q: %v, want %q", text, err, want)
+		}
+	}
+	if _, err := readUsers(filepath.Join(t.TempDir(), "none")); err == nil || !strings.Contains(err.Error(), "--users-file") {
+		t.Errorf("missing file: %v", err)
 	}
 }
