@@ -12,7 +12,8 @@
 // programs; NewShell builds one on Start), copies files in and out as tar
 // streams, and closes. Optional interfaces add capabilities, found by type
 // assertion: Snapshotter (snapshot and restore, for a reset faster than a
-// new sandbox), Labeler (labels changed after Create, used by warm pools),
+// new sandbox), Killer (every process but the sandbox's keeper ended, as
+// verifiers need), Labeler (labels changed after Create, used by warm pools),
 // Validator (a cheap liveness check, used by warm pools) and Stats
 // (resource use). CappedBuffer keeps output under a cap with
 // TruncationMarker; NewOwnerID, OwnerAlive, ValidOwner, CheckLabels,
@@ -271,6 +272,28 @@ type Shell interface {
 	Close() error
 }
 
+// Killer is implemented by sandboxes that can end every process in them
+// but their keeper (the process that holds the sandbox open) at once:
+// processes in the background, double-forked, in a session of their own
+// (setsid, nohup, a tmux server) alike, since it works on the sandbox's
+// PID namespace, not a process group. KillAll returns once none of them is
+// left; the sandbox stays usable (a Shell made before must be made anew).
+// Verifiers call it after the agent's last action, so that nothing the
+// agent started runs while its work is judged.
+type Killer interface {
+	KillAll(ctx context.Context) error
+}
+
+// KeeperLoop is the bash program of a sandbox's keeper, its PID 1: it
+// ignores every signal it may (the kernel keeps the other two, SIGKILL and
+// SIGSTOP, from reaching a namespace's init from inside it), reaps the
+// orphans it inherits once a second, and exits when its stdin reaches end
+// of file (the backend let go of the sandbox). So no process in the
+// sandbox, the agent's included, can end the sandbox by killing its
+// keeper: a sandbox that dies is the infrastructure's doing.
+const KeeperLoop = `trap '' HUP INT QUIT TERM USR1 USR2 PIPE ALRM TSTP TTIN TTOU XCPU XFSZ VTALRM PROF WINCH
+while :; do read -r -t 1 _; [ $? -gt 128 ] || exit 0; wait; done`
+
 // Snapshotter is implemented by sandboxes that can save their state and
 // return to it, which makes a task reset faster than a new sandbox.
 type Snapshotter interface {
@@ -330,6 +353,12 @@ type Options struct {
 	Hosts []string
 	// Dir is where the backend keeps its files (bwrap workspaces).
 	Dir string
+	// Hide names host paths no sandbox may see even where the backend
+	// shows the host's files (bwrap's read-only system view): the served
+	// task folders, the server's store. bwrap masks those inside what it
+	// binds; docker ignores it (a container sees no host path but its
+	// Spec's Mounts).
+	Hide []string
 }
 
 var (

@@ -29,6 +29,8 @@ type Env struct {
 	task    *gym.Task
 	files   fs.FS // the task's folder, nil for a task without files
 	tests   *VerifierData
+	df      *Dockerfile // the task's Dockerfile, nil when it has none
+	data    TaskData
 	workdir string
 
 	sb    sandbox.Sandbox
@@ -105,9 +107,9 @@ func (e *Env) Reset(ctx context.Context, task *gym.Task, _ int64, opts gym.Optio
 	} else {
 		e.dropSandbox(ctx)
 	}
-	e.task, e.files, e.tests = task, files, tests
+	e.task, e.files, e.tests, e.df, e.data = task, files, tests, df, data
 	if e.sb == nil {
-		if err := e.build(ctx, task, files, df, data); err != nil {
+		if err := e.build(ctx); err != nil {
 			e.dropSandbox(ctx)
 			return gym.Observation{}, nil, err
 		}
@@ -136,9 +138,38 @@ func buildKey(t *gym.Task) string {
 	return t.ID + "\x00" + t.Dir + "\x00" + string(t.Data)
 }
 
-// build creates the task's sandbox and brings it to the initial state,
-// then snapshots it when it can.
-func (e *Env) build(ctx context.Context, task *gym.Task, files fs.FS, df *Dockerfile, data TaskData) error {
+// build creates the task's sandbox in its initial state (prepare), then
+// snapshots it when it can.
+func (e *Env) build(ctx context.Context) error {
+	sb, workdir, err := e.prepare(ctx)
+	if sb != nil {
+		e.sb = sb
+	}
+	if err != nil {
+		return err
+	}
+	e.workdir = workdir
+	if sn, ok := sb.(sandbox.Snapshotter); ok {
+		snap, err := sn.Snapshot(ctx)
+		switch {
+		case err == nil:
+			e.snap = snap
+		case errors.Is(err, sandbox.ErrNoSnapshot):
+		default:
+			return sbopen.Fault(nil, fmt.Errorf("snapshotting the task's initial state: %w", err))
+		}
+	}
+	return nil
+}
+
+// prepare creates a sandbox of the current task in its initial state: from
+// the task's image under docker, with its Dockerfile's steps applied under
+// bwrap. It returns the sandbox (also with an error, once it exists: the
+// caller closes it) and its working directory. The agent's sandbox is one;
+// the verifier's is another, made the same way after the agent's last
+// action.
+func (e *Env) prepare(ctx context.Context) (sandbox.Sandbox, string, error) {
+	task, files, df, data := e.task, e.files, e.df, e.data
 	// No per-task label: tasks with the same workdir and environment
 	// share warm sandboxes.
 	spec := sandbox.Spec{Network: data.Network}
@@ -151,7 +182,7 @@ func (e *Env) build(ctx context.Context, task *gym.Task, files fs.FS, df *Docker
 	case e.backendName == "docker" && df != nil:
 		img, err := e.kind.image(ctx, e.backend, task, files, e.baseImage)
 		if err != nil {
-			return gym.InfraFault("task_build", fmt.Errorf("task %s: building its image: %w", task.ID, err))
+			return nil, "", gym.InfraFault("task_build", fmt.Errorf("task %s: building its image: %w", task.ID, err))
 		}
 		spec.Image = img
 	case e.backendName == "docker":
@@ -169,30 +200,19 @@ func (e *Env) build(ctx context.Context, task *gym.Task, files fs.FS, df *Docker
 		sb, err = e.backend.Create(ctx, spec)
 	}
 	if err != nil {
-		return sbopen.Fault(nil, fmt.Errorf("creating the sandbox: %w", err))
+		return nil, "", sbopen.Fault(nil, fmt.Errorf("creating the sandbox: %w", err))
 	}
-	e.sb = sb
-	e.workdir = spec.Workdir
-	if e.workdir == "" {
-		e.workdir = pwd(ctx, sb)
+	workdir := spec.Workdir
+	if workdir == "" {
+		workdir = pwd(ctx, sb)
 	}
 	if err := applySetup(ctx, sb, files, setup); err != nil {
 		if errors.Is(err, sandbox.ErrGone) || errors.Is(err, context.DeadlineExceeded) {
-			return sbopen.Fault(nil, err)
+			return sb, "", sbopen.Fault(nil, err)
 		}
-		return gym.InfraFault("task_build", fmt.Errorf("task %s: %w", task.ID, err))
+		return sb, "", gym.InfraFault("task_build", fmt.Errorf("task %s: %w", task.ID, err))
 	}
-	if sn, ok := sb.(sandbox.Snapshotter); ok {
-		snap, err := sn.Snapshot(ctx)
-		switch {
-		case err == nil:
-			e.snap = snap
-		case errors.Is(err, sandbox.ErrNoSnapshot):
-		default:
-			return sbopen.Fault(nil, fmt.Errorf("snapshotting the task's initial state: %w", err))
-		}
-	}
-	return nil
+	return sb, workdir, nil
 }
 
 // pwd asks a sandbox for its working directory.
@@ -276,7 +296,7 @@ func (e *Env) run(ctx context.Context, c call, info gym.Info) (string, error) {
 		}
 		r, err := e.shell.Run(ctx, c.Command, timeout)
 		if err != nil {
-			return "", e.fault(err)
+			return "", e.toolFault("the shell", err)
 		}
 		info["exit_code"] = r.ExitCode
 		if r.TimedOut {
@@ -288,17 +308,17 @@ func (e *Env) run(ctx context.Context, c call, info gym.Info) (string, error) {
 		return formatExec(r, timeout), nil
 	case ToolSendKeys:
 		if err := e.shell.SendKeys(ctx, c.Keys...); err != nil {
-			return "", e.terminalFault(err)
+			return "", e.toolFault("the terminal", err)
 		}
 		scr, err := e.settle(ctx, c.Wait)
 		if err != nil {
-			return "", e.terminalFault(err)
+			return "", e.toolFault("the terminal", err)
 		}
 		return scr, nil
 	case ToolView:
 		scr, err := e.shell.Screen(ctx)
 		if err != nil {
-			return "", e.terminalFault(err)
+			return "", e.toolFault("the terminal", err)
 		}
 		return trimScreen(scr), nil
 	case ToolWrite:
@@ -310,7 +330,7 @@ func (e *Env) run(ctx context.Context, c call, info gym.Info) (string, error) {
 			if errors.Is(err, errWrite) {
 				return "", &toolError{err.Error()}
 			}
-			return "", e.fault(err)
+			return "", e.toolFault("write_file", err)
 		}
 		return fmt.Sprintf("wrote %d bytes to %s", len(c.Content), p), nil
 	case ToolSubmit:
@@ -326,15 +346,19 @@ type toolError struct{ msg string }
 
 func (e *toolError) Error() string { return e.msg }
 
-// terminalFault labels an error of the terminal (tmux): the sandbox's
-// death is the infrastructure's; a live sandbox whose terminal fails (no
-// tmux in the image) answers the call with the error.
-func (e *Env) terminalFault(err error) error {
+// toolFault labels an error of a tool (the shell, the terminal, the
+// commands write_file runs): the sandbox's death is the infrastructure's;
+// a tool that fails in a live sandbox is the agent's to handle (it broke
+// its shell, or the image has no tmux): the call is answered with the
+// error, and the episode goes on. Nothing in the sandbox can end it (its
+// keeper, sandbox.KeeperLoop), so a live sandbox whose tools fail is one
+// the agent changed.
+func (e *Env) toolFault(what string, err error) error {
 	f := e.fault(err)
 	var fe *gym.FaultError
 	if errors.As(f, &fe) && fe.Reason == "sandbox" {
 		if v, ok := e.sb.(sandbox.Validator); ok && v.IsValid() {
-			return &toolError{"the terminal is not available: " + err.Error()}
+			return &toolError{what + " is not available: " + err.Error()}
 		}
 	}
 	return f

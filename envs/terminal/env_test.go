@@ -58,8 +58,10 @@ type harness struct {
 	dir string // the bwrap state directory
 }
 
-func newHarness(t *testing.T) *harness {
-	settings := needBwrap(t)
+func newHarness(t *testing.T) *harness { return newHarnessOn(t, needBwrap(t)) }
+
+// newHarnessOn is newHarness on the sandbox backend settings name.
+func newHarnessOn(t *testing.T, settings gym.Settings) *harness {
 	mem := &gymtest.Memory{}
 	h := &harness{t: t, mem: mem, dir: settings["sandbox.dir"],
 		m: gym.NewManager(gym.Config{Recorder: mem, Settings: settings, Logger: slog.New(slog.DiscardHandler)})}

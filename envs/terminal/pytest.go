@@ -118,22 +118,9 @@ func ParsePytest(output string) (*TestReport, error) {
 		if st.Passed() {
 			msg = "" // an xfail's reason is not a failure message
 		}
-		if i, ok := index[name]; ok {
-			if r.Tests[i].Status.Passed() && !st.Passed() {
-				r.Tests[i] = TestResult{Name: name, Status: st, Message: msg}
-			}
-			continue
-		}
-		index[name] = len(r.Tests)
-		r.Tests = append(r.Tests, TestResult{Name: name, Status: st, Message: msg})
+		r.record(index, TestResult{Name: name, Status: st, Message: msg})
 	}
-	for _, t := range r.Tests {
-		if t.Status.Passed() {
-			r.Passed++
-		} else {
-			r.Failed++
-		}
-	}
+	r.tally()
 	if len(r.Tests) == 0 && r.Skipped == 0 {
 		// An empty section (cut off, or only warnings): the counts line
 		// is all there is.
@@ -148,6 +135,31 @@ func ParsePytest(output string) (*TestReport, error) {
 		}
 	}
 	return r, nil
+}
+
+// record adds a test's result; index maps names to their place in
+// r.Tests. A test named twice (passed, then an error at teardown) takes
+// the worse status.
+func (r *TestReport) record(index map[string]int, t TestResult) {
+	if i, ok := index[t.Name]; ok {
+		if r.Tests[i].Status.Passed() && !t.Status.Passed() {
+			r.Tests[i] = t
+		}
+		return
+	}
+	index[t.Name] = len(r.Tests)
+	r.Tests = append(r.Tests, t)
+}
+
+// tally counts the passed and failed tests of r.Tests.
+func (r *TestReport) tally() {
+	for _, t := range r.Tests {
+		if t.Status.Passed() {
+			r.Passed++
+		} else {
+			r.Failed++
+		}
+	}
 }
 
 // splitNodeID separates "path::test[params] - message" (or "path::test

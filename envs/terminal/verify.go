@@ -1,11 +1,13 @@
 package terminal
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"slices"
@@ -13,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nextstate-rl/nextstate/envs/internal/sbopen"
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/sandbox"
 )
@@ -63,14 +66,28 @@ func testsOf(task *gym.Task, files fs.FS) (*VerifierData, error) {
 	return &v, nil
 }
 
-// Verify implements gym.Verifier. After the agent's last action it stops
-// the agent's shell and terminal (and everything started from them that did
-// not leave their session), copies run-tests.sh and tests/ from the task
-// folder (which the agent never saw) into a fresh test directory, runs
-// run-tests.sh there with TEST_DIR set, under the task's test timeout, and
-// reads pytest's per-test results from the run's stdout. The reward is
-// passed/total; the info holds every test's result. Nothing written in the
-// sandbox is read back: the verdict is the output of the run alone.
+// Verify implements gym.Verifier. After the agent's last action:
+//
+//  1. every process of the agent's sandbox is killed (sandbox.Killer: its
+//     PID namespace, not a process group), so nothing the agent started
+//     runs while its work is judged;
+//  2. the agent's work, its working directory, is copied out (at most
+//     MaxWorkBytes; more is the agent's failure, workspace_too_large);
+//  3. a fresh sandbox of the task's initial state is made the way the
+//     agent's was (the task's image; under bwrap, its Dockerfile's steps),
+//     and the agent's working directory replaces its own;
+//  4. run-tests.sh and tests/ from the task folder (which the agent never
+//     saw) go into a fresh test directory there, and run-tests.sh runs with
+//     TEST_DIR set, under the task's test timeout (testEnv);
+//  5. the reward is passed/total of the JUnit report pytest writes
+//     (ParseJUnit), not of the run's output.
+//
+// So the interpreter, the test runner, their plugins and every file outside
+// the working directory are the task image's, untouched by the agent. A
+// sandbox that cannot be made or dies is the infrastructure's fault (the
+// outcome is unknown); what the agent's work makes of the test run (no
+// report, a crash, a timeout) is a failed run. The info holds every test's
+// result.
 func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 	if e.sb == nil {
 		return 0, nil, errors.New("terminal-v1: verify before a successful reset")
@@ -78,11 +95,32 @@ func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 	if e.tests == nil {
 		return 0, gym.Info{"tests": "none", "note": "the task has no run-tests.sh"}, nil
 	}
-	e.closeShell() // stop the agent's processes
+	e.closeShell()
 	start := time.Now()
-	dir, err := e.freshTestDir(ctx)
+	k, ok := e.sb.(sandbox.Killer)
+	if !ok {
+		return 0, nil, fmt.Errorf("terminal-v1: the %s sandbox cannot kill the agent's processes (sandbox.Killer)", e.backendName)
+	}
+	if err := k.KillAll(ctx); err != nil {
+		return 0, nil, e.fault(fmt.Errorf("killing the agent's processes: %w", err))
+	}
+	vsb, workdir, err := e.prepare(ctx)
+	if vsb != nil {
+		defer vsb.Close(context.WithoutCancel(ctx))
+	}
 	if err != nil {
-		return 0, nil, e.fault(err)
+		return 0, nil, err
+	}
+	if workdir != e.workdir {
+		return 0, nil, gym.InfraFault("verifier", fmt.Errorf("the verifier's sandbox works in %s, the agent's in %s", workdir, e.workdir))
+	}
+	moved, err := carryWork(ctx, e.sb, vsb, e.workdir)
+	if err != nil {
+		return 0, nil, err
+	}
+	dir, err := freshTestDir(ctx, vsb)
+	if err != nil {
+		return 0, nil, sbopen.Fault(vsb, err)
 	}
 	entries := []tarEntry{}
 	for _, name := range append([]string{e.tests.RunTests}, e.tests.Tests...) {
@@ -105,11 +143,11 @@ func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := e.sb.CopyIn(ctx, dir, bytes.NewReader(tb)); err != nil {
-		return 0, nil, e.fault(fmt.Errorf("copying the tests in: %w", err))
+	if err := vsb.CopyIn(ctx, dir, bytes.NewReader(tb)); err != nil {
+		return 0, nil, sbopen.Fault(vsb, fmt.Errorf("copying the tests in: %w", err))
 	}
 	timeout := time.Duration(e.tests.TestTimeout)
-	r, err := e.sb.Exec(ctx, sandbox.ExecRequest{
+	r, err := vsb.Exec(ctx, sandbox.ExecRequest{
 		Cmd:       []string{"bash", path.Join(dir, path.Base(e.tests.RunTests))},
 		Env:       testEnv(dir),
 		Dir:       e.workdir,
@@ -117,12 +155,13 @@ func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 		MaxOutput: MaxTestOutput,
 	})
 	if err != nil {
-		return 0, nil, e.fault(fmt.Errorf("running the tests: %w", err))
+		return 0, nil, sbopen.Fault(vsb, fmt.Errorf("running the tests: %w", err))
 	}
 	info := gym.Info{
 		"task":        e.task.ID,
 		"exit_code":   r.ExitCode,
 		"elapsed_ms":  time.Since(start).Milliseconds(),
+		"work_bytes":  moved,
 		"output_tail": tail(r.Stdout, 4000),
 	}
 	if len(r.Stderr) > 0 {
@@ -132,16 +171,17 @@ func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 		info["timed_out"] = true
 		info["test_timeout"] = timeout.String()
 	}
-	rep, err := ParsePytest(string(r.Stdout))
+	rep, err := readReport(ctx, vsb, path.Join(dir, junitFile))
 	if err != nil {
-		// The run said nothing we can read: the tests failed to run
-		// (a broken environment the agent left, a timeout). It counts
-		// as failed, not unknown: the sandbox and the runner worked.
+		// No report to read: the tests did not run to the end (the
+		// agent's work broke them, or a timeout). It counts as failed,
+		// not unknown: the sandbox and the runner worked.
 		info["error"] = err.Error()
+		if out, perr := ParsePytest(string(r.Stdout)); perr == nil {
+			info["note"] = fmt.Sprintf("the output shows a pytest summary (%d passed, %d failed) but the reward is read "+
+				"only from pytest's JUnit report", out.Passed, out.Failed)
+		}
 		return 0, info, nil
-	}
-	for i := range rep.Tests {
-		rep.Tests[i].Name = testName(rep.Tests[i].Name, dir)
 	}
 	info["tests"] = rep.Tests
 	info["passed"], info["failed"], info["total"] = rep.Passed, rep.Failed, rep.Total()
@@ -152,48 +192,189 @@ func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 	return rep.Reward(), info, nil
 }
 
+// MaxWorkBytes bounds the agent's working directory that Verify carries
+// into the verifier's sandbox (the tar stream's size).
+const MaxWorkBytes = 2 << 30
+
+// junitFile is the report pytest writes in the test directory (testEnv).
+const junitFile = ".nextstate-junit.xml"
+
+// maxReport bounds the JUnit report Verify reads.
+const maxReport = 32 << 20
+
+// readReport reads and parses the JUnit report at p in sb.
+func readReport(ctx context.Context, sb sandbox.Sandbox, p string) (*TestReport, error) {
+	rc, err := sb.CopyOut(ctx, p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, errors.New("the test run wrote no JUnit report (pytest did not run, or did not finish)")
+		}
+		return nil, fmt.Errorf("reading the JUnit report: %w", err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			return nil, fmt.Errorf("reading the JUnit report: %w", err)
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		if h.Size > maxReport {
+			return nil, fmt.Errorf("the JUnit report is %d bytes, over the %d it may have", h.Size, maxReport)
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			return nil, fmt.Errorf("reading the JUnit report: %w", err)
+		}
+		return ParseJUnit(b)
+	}
+}
+
+// carryWork replaces the working directory of the verifier's sandbox dst
+// by the agent's, from src, and reports the bytes carried. The agent's
+// directory is streamed as a tar of its contents; a missing one leaves an
+// empty directory (the agent removed it). More than MaxWorkBytes is the
+// agent's failure; a sandbox that fails is the infrastructure's.
+func carryWork(ctx context.Context, src, dst sandbox.Sandbox, workdir string) (int64, error) {
+	r, err := dst.Exec(ctx, sandbox.ExecRequest{
+		Cmd: []string{"find", workdir, "-mindepth", "1", "-delete"}, Dir: "/", Timeout: time.Minute,
+	})
+	if err != nil {
+		return 0, sbopen.Fault(dst, fmt.Errorf("clearing the verifier's working directory: %w", err))
+	}
+	if r.ExitCode != 0 {
+		return 0, gym.InfraFault("verifier", fmt.Errorf("clearing the verifier's working directory %s: %s", workdir, bytes.TrimSpace(r.Stderr)))
+	}
+	rc, err := src.CopyOut(ctx, workdir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, sbopen.Fault(src, fmt.Errorf("copying the agent's working directory out: %w", err))
+	}
+	defer rc.Close()
+	pr, pw := io.Pipe()
+	var n int64
+	var over bool
+	done := make(chan error, 1)
+	go func() { // joined below
+		nn, ov, err := stripTop(pw, rc, MaxWorkBytes)
+		n, over = nn, ov
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	cerr := dst.CopyIn(ctx, workdir, pr)
+	pr.CloseWithError(errors.New("copy in ended"))
+	serr := <-done
+	switch {
+	case over:
+		return n, gym.AgentFault("workspace_too_large", fmt.Errorf("the working directory %s holds over %d bytes: "+
+			"the verifier carries at most that much of the agent's work", workdir, int64(MaxWorkBytes)))
+	case serr != nil && !errors.Is(serr, io.ErrClosedPipe):
+		return n, sbopen.Fault(src, fmt.Errorf("copying the agent's working directory out: %w", serr))
+	case cerr != nil:
+		if v, ok := dst.(sandbox.Validator); ok && !v.IsValid() {
+			return n, sbopen.Fault(dst, cerr)
+		}
+		// Both sandboxes live: what the agent left cannot be copied
+		// (a file type or name the sandbox refuses).
+		return n, gym.AgentFault("verifier_environment_broken", fmt.Errorf("the agent's working directory cannot be "+
+			"carried into the verifier's sandbox: %w", cerr))
+	}
+	return n, nil
+}
+
+// stripTop copies the tar stream of a directory from r to w without its
+// top entry, the entries' names relative to the directory, and stops
+// (over) past max bytes of content.
+func stripTop(w io.Writer, r io.Reader, max int64) (n int64, over bool, err error) {
+	tr := tar.NewReader(r)
+	tw := tar.NewWriter(w)
+	top := ""
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return n, false, err
+		}
+		name := strings.TrimPrefix(h.Name, "./")
+		if top == "" {
+			top = strings.TrimSuffix(name, "/") + "/"
+			continue
+		}
+		rel, ok := strings.CutPrefix(name, top)
+		if !ok || rel == "" {
+			continue
+		}
+		if n += h.Size; n > max {
+			return n, true, nil
+		}
+		h.Name = rel
+		if h.Typeflag == tar.TypeLink {
+			h.Linkname = strings.TrimPrefix(strings.TrimPrefix(h.Linkname, "./"), top)
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return n, false, err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return n, false, err
+		}
+	}
+	return n, false, tw.Close()
+}
+
 // testIni is the pytest configuration file of a test run, in the test
 // directory: the task's own tests/pytest.ini, or an empty one.
 const testIni = "pytest.ini"
 
 // testEnv is the environment of a test run. The tests run with the agent's
-// working directory as theirs (they check what the agent made), so they
-// must not pick up anything the agent left for pytest or Python to find:
+// working directory as theirs (they check what the agent made), in the
+// verifier's fresh sandbox, so the interpreter, pytest and its plugins are
+// the task image's; still, nothing in the working directory may steer
+// pytest or Python:
 //
 //   - pytest's ini file is the test directory's (-c), not a pytest.ini,
 //     tox.ini or setup.cfg in a parent directory such as /tmp;
 //   - conftest.py files are read only from the test directory down
-//     (--confcutdir), never from the working directory or /tmp;
+//     (--confcutdir), never from the working directory;
+//   - plugins are not autoloaded from installed entry points
+//     (PYTEST_DISABLE_PLUGIN_AUTOLOAD): only pytest's own run, and those a
+//     run-tests.sh names with -p;
 //   - no cache directory is written (-p no:cacheprovider);
+//   - the results go to a JUnit report in the test directory
+//     (--junitxml, junit_family xunit1, which names each test's file);
 //   - Python ignores the user site directory, where a .pth file would run
-//     code at start-up (PYTHONNOUSERSITE), and does not put the working
+//     code at start-up (PYTHONNOUSERSITE), does not put the working
 //     directory first on sys.path, where a pytest.py could shadow pytest
-//     for `python3 -m pytest` (PYTHONSAFEPATH).
+//     for `python3 -m pytest` (PYTHONSAFEPATH), and takes no PYTHONPATH.
 //
 // What the tests import from the agent's work still runs inside the test
-// process and could print a fake summary; the parser reads pytest's last
-// summary, and a task that imports the agent's code accepts that risk, as
-// Terminal-Bench does. Under docker the agent is root in its container and
-// could replace pytest itself; bwrap's root is read-only.
+// process; a task that imports the agent's code accepts that, as
+// Terminal-Bench does.
 func testEnv(dir string) map[string]string {
 	return map[string]string{
-		"TEST_DIR":         dir,
-		"PYTEST_ADDOPTS":   "-c " + path.Join(dir, testIni) + " --confcutdir=" + dir + " -p no:cacheprovider",
-		"PYTHONNOUSERSITE": "1",
-		"PYTHONSAFEPATH":   "1",
-		"PYTHONPATH":       "",
+		"TEST_DIR": dir,
+		"PYTEST_ADDOPTS": "-c " + path.Join(dir, testIni) + " --confcutdir=" + dir + " -p no:cacheprovider" +
+			" --junitxml=" + path.Join(dir, junitFile) + " -o junit_family=xunit1",
+		"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+		"PYTHONNOUSERSITE":               "1",
+		"PYTHONSAFEPATH":                 "1",
+		"PYTHONPATH":                     "",
 	}
 }
 
-// freshTestDir removes whatever is at the test directory (the agent may
-// have put something there) and makes it anew. /tests where the root is
-// writable, else a new directory under /tmp.
-func (e *Env) freshTestDir(ctx context.Context) (string, error) {
+// freshTestDir makes the test directory in the verifier's sandbox: /tests
+// where the root is writable, else a new directory under /tmp.
+func freshTestDir(ctx context.Context, sb sandbox.Sandbox) (string, error) {
 	script := `set -e
 d=$1
 if rm -rf "$d" 2>/dev/null && mkdir -p "$d" 2>/dev/null; then echo "$d"; exit 0; fi
 mktemp -d /tmp/nextstate-tests.XXXXXXXX`
-	r, err := e.sb.Exec(ctx, sandbox.ExecRequest{
+	r, err := sb.Exec(ctx, sandbox.ExecRequest{
 		Cmd: []string{"bash", "-c", script, "nextstate-tests", TestDir}, Dir: "/", Timeout: time.Minute,
 	})
 	if err != nil {
@@ -204,17 +385,6 @@ mktemp -d /tmp/nextstate-tests.XXXXXXXX`
 		return "", fmt.Errorf("making the test directory: exit %d: %s", r.ExitCode, bytes.TrimSpace(r.Stderr))
 	}
 	return dir, nil
-}
-
-// testName makes a pytest node id independent of where the tests ran:
-// "../tmp/nextstate-tests.x1/test_outputs.py::test_a" and
-// "/tests/test_outputs.py::test_a" become "tests/test_outputs.py::test_a".
-func testName(name, dir string) string {
-	base := path.Base(dir) + "/"
-	if i := strings.Index(name, base); i >= 0 && !strings.Contains(name[:i], "::") {
-		return "tests/" + name[i+len(base):]
-	}
-	return name
 }
 
 // dirsOf returns the parent directories of entries' names, sorted.

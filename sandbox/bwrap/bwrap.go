@@ -163,6 +163,7 @@ func DefaultDir() string { return filepath.Join(os.TempDir(), "nextstate-bwrap")
 type Backend struct {
 	owner   string
 	dir     string
+	hide    []string // host paths masked in the system view (Options.Hide)
 	bwrap   string
 	nsenter string
 	setpriv string
@@ -186,7 +187,7 @@ func Open(ctx context.Context, opts sandbox.Options, o ...Option) (*Backend, err
 	for _, f := range o {
 		f(&cfg)
 	}
-	b := &Backend{owner: opts.Owner, dir: opts.Dir, live: map[string]*Sandbox{}}
+	b := &Backend{owner: opts.Owner, dir: opts.Dir, hide: opts.Hide, live: map[string]*Sandbox{}}
 	if b.owner == "" {
 		b.owner = sandbox.NewOwnerID()
 	}
@@ -210,6 +211,9 @@ func Open(ctx context.Context, opts sandbox.Options, o ...Option) (*Backend, err
 	}
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("bwrap: %w: the bwrap backend needs root (nsenter, cgroups)", sandbox.ErrUnavailable)
+	}
+	if _, err := maskPaths(b.hide); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(b.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("bwrap: state directory: %w", err)
@@ -258,11 +262,11 @@ func (b *Backend) Dir() string { return b.dir }
 // ModeRlimit, and for ModeRlimit why cgroups are not used.
 func (b *Backend) LimitsMode() (string, error) { return b.mode, b.why }
 
-// hostEntries are the top-level host directories bound read-only when
-// Spec.Image is empty.
+// hostEntries are the top-level host directories a Spec without an Image
+// sees (read-only, see SystemArgs): a Workdir may not lie in them.
 var hostEntries = map[string]bool{
 	"usr": true, "bin": true, "sbin": true, "lib": true, "lib32": true, "lib64": true,
-	"libx32": true, "etc": true, "opt": true, "var": true, "srv": true,
+	"libx32": true, "etc": true, "opt": true, "var": true,
 }
 
 // skipImageEntries are the rootfs entries the sandbox provides itself.
@@ -370,25 +374,33 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec) (_ *Sandbox, er
 	}
 	args = append(args, "--die-with-parent", "--new-session", "--cap-drop", "ALL",
 		"--hostname", "sandbox", "--info-fd", "3", "--tmpfs", "/")
-	ents, err := os.ReadDir(rootDir)
-	if err != nil {
-		return nil, fmt.Errorf("bwrap: root %s: %w", rootDir, err)
-	}
-	for _, e := range ents {
-		n := e.Name()
-		if spec.Image == "" && !hostEntries[n] || spec.Image != "" && skipImageEntries[n] || n == top {
-			continue
+	if spec.Image == "" {
+		sys, err := SystemArgs(b.hide, top)
+		if err != nil {
+			return nil, err
 		}
-		src := filepath.Join(rootDir, n)
-		if e.Type()&os.ModeSymlink != 0 {
-			t, err := os.Readlink(src)
-			if err != nil {
+		args = append(args, sys...)
+	} else {
+		ents, err := os.ReadDir(rootDir)
+		if err != nil {
+			return nil, fmt.Errorf("bwrap: root %s: %w", rootDir, err)
+		}
+		for _, e := range ents {
+			n := e.Name()
+			if skipImageEntries[n] || n == top {
 				continue
 			}
-			args = append(args, "--symlink", t, "/"+n)
-			continue
+			src := filepath.Join(rootDir, n)
+			if e.Type()&os.ModeSymlink != 0 {
+				t, err := os.Readlink(src)
+				if err != nil {
+					continue
+				}
+				args = append(args, "--symlink", t, "/"+n)
+				continue
+			}
+			args = append(args, "--ro-bind", src, "/"+n)
 		}
-		args = append(args, "--ro-bind", src, "/"+n)
 	}
 	args = append(args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run")
 	for _, m := range s.mounts {
@@ -402,9 +414,11 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec) (_ *Sandbox, er
 		}
 		args = append(args, flag, m.Source, m.Target)
 	}
+	// The keeper is the namespace's PID 1 itself (--as-pid-1), so no
+	// process of the sandbox can kill it (see sandbox.KeeperLoop).
 	args = append(args, "--remount-ro", "/", "--chdir", workdir, "--clearenv",
-		"--setenv", "PATH", defaultPath, "--",
-		"/bin/sh", "-c", "echo ready && exec cat >/dev/null")
+		"--setenv", "PATH", defaultPath, "--as-pid-1", "--",
+		"bash", "-c", "echo ready; exec >/dev/null 2>&1\n"+sandbox.KeeperLoop)
 
 	if err := s.start(ctx, append(append(wrap, b.bwrap), args...)); err != nil {
 		return nil, err

@@ -23,7 +23,7 @@ import (
 )
 
 // Sandbox is one bwrap sandbox. It implements sandbox.Sandbox,
-// sandbox.Snapshotter, sandbox.Labeler, sandbox.Validator and
+// sandbox.Snapshotter, sandbox.Killer, sandbox.Labeler, sandbox.Validator and
 // sandbox.Stats.
 type Sandbox struct {
 	b       *Backend
@@ -40,8 +40,7 @@ type Sandbox struct {
 	hold   *os.File      // the write end of init's stdin: the sandbox lives while it is open
 	done   chan struct{} // closed when the outer bwrap has exited
 	waitWG sync.WaitGroup
-	pid1   int    // the sandbox's pid 1, as the host sees it
-	init   int    // its child, the init that waits on hold
+	pid1   int    // the sandbox's pid 1, its keeper, as the host sees it
 	pidNS  string // readlink of /proc/<pid1>/ns/pid
 	start1 uint64 // pid1's start time
 
@@ -59,6 +58,7 @@ type mount struct{ inside, host string }
 var (
 	_ sandbox.Sandbox     = (*Sandbox)(nil)
 	_ sandbox.Snapshotter = (*Sandbox)(nil)
+	_ sandbox.Killer      = (*Sandbox)(nil)
 	_ sandbox.Labeler     = (*Sandbox)(nil)
 	_ sandbox.Validator   = (*Sandbox)(nil)
 	_ sandbox.Stats       = (*Sandbox)(nil)
@@ -143,15 +143,8 @@ func (s *Sandbox) start(ctx context.Context, argv []string) error {
 	if s.start1, err = procStart(s.pid1); err != nil {
 		return fail("pid 1", err)
 	}
-	if kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", s.pid1, s.pid1)); err == nil {
-		s.init, _ = strconv.Atoi(strings.TrimSpace(string(kids)))
-	}
-	// The OOM killer takes a hog, not the sandbox's own processes.
-	for _, p := range []int{s.pid1, s.init} {
-		if p > 0 {
-			_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", p), []byte("-1000"), 0)
-		}
-	}
+	// The OOM killer takes a hog, not the sandbox's keeper.
+	_ = os.WriteFile(fmt.Sprintf("/proc/%d/oom_score_adj", s.pid1), []byte("-1000"), 0)
 	outerStart, err := procStart(cmd.Process.Pid)
 	if err != nil {
 		return fail("bwrap", err)
@@ -517,8 +510,8 @@ func (s *Sandbox) Usage(context.Context) (sandbox.Usage, error) {
 	return sandbox.Usage{PIDs: int64(len(s.procs(false)))}, nil
 }
 
-// procs lists the host pids of the sandbox's processes, without pid 1 and
-// the init unless all.
+// procs lists the host pids of the sandbox's processes, without pid 1
+// (the keeper) unless all.
 func (s *Sandbox) procs(all bool) []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
@@ -530,7 +523,7 @@ func (s *Sandbox) procs(all bool) []int {
 		if err != nil {
 			continue
 		}
-		if !all && (pid == s.pid1 || pid == s.init) {
+		if !all && pid == s.pid1 {
 			continue
 		}
 		if ns, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err == nil && ns == s.pidNS {
@@ -540,7 +533,19 @@ func (s *Sandbox) procs(all bool) []int {
 	return out
 }
 
-// killAll kills every process of the sandbox but pid 1 and the init,
+// KillAll implements sandbox.Killer: every process in the sandbox's PID
+// namespace but its keeper is killed, until none is left.
+func (s *Sandbox) KillAll(ctx context.Context) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if err := s.killAll(ctx); err != nil {
+		return err
+	}
+	return s.usable()
+}
+
+// killAll kills every process of the sandbox but pid 1 (the keeper),
 // until none is left or ctx ends.
 func (s *Sandbox) killAll(ctx context.Context) error {
 	for delay := time.Millisecond; ; delay = min(2*delay, 20*time.Millisecond) {

@@ -493,10 +493,13 @@ func (s *Sandbox) containerConfig(img, name string) (*container.Config, *contain
 	labels := sandbox.MergeLabels(s.Labels(), map[string]string{sandbox.LabelOwner: s.b.owner, LabelSandbox: s.id})
 	cfg := &container.Config{
 		Image: img,
-		// Any image's own entrypoint is replaced by an idle process; the
-		// loop is for images whose sleep does not know "infinity".
-		Entrypoint: []string{"/bin/sh", "-c", "exec sleep infinity 2>/dev/null || while :; do sleep 86400; done"},
+		// Any image's own entrypoint is replaced by the keeper, PID 1
+		// itself, so that nothing in the container can kill it (see
+		// sandbox.KeeperLoop; its stdin stays open and empty). An image
+		// without bash gets an idle sleep under sh, which does reap.
+		Entrypoint: []string{"/bin/sh", "-c", keeper},
 		Cmd:        []string{},
+		OpenStdin:  true,
 		WorkingDir: s.spec.Workdir,
 		Env:        envList(s.spec.Env),
 		Labels:     labels,
@@ -508,7 +511,6 @@ func (s *Sandbox) containerConfig(img, name string) (*container.Config, *contain
 		net = "bridge"
 	}
 	hc := &container.HostConfig{
-		Init:        ptr(true),
 		NetworkMode: net,
 		CapDrop:     []string{"ALL"},
 		CapAdd:      slices.Clone(Capabilities),
@@ -526,6 +528,16 @@ func (s *Sandbox) containerConfig(img, name string) (*container.Config, *contain
 	}
 	return cfg, hc
 }
+
+// keeper is the container's PID 1: bash running sandbox.KeeperLoop, or,
+// for an image without bash, sh waiting on a sleep (the loop is for images
+// whose sleep does not know "infinity").
+var keeper = "command -v bash >/dev/null 2>&1 && exec bash -c " + shellQuote(sandbox.KeeperLoop) + `
+trap '' HUP INT QUIT TERM USR1 USR2 PIPE ALRM
+while :; do sleep infinity 2>/dev/null || sleep 86400; done`
+
+// shellQuote quotes s for sh, in single quotes.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // startContainer creates and starts a container for s from img, named for
 // its generation; Reap keeps it from before the engine creates it.
@@ -593,5 +605,3 @@ func envList(m map[string]string) []string {
 	slices.Sort(out)
 	return out
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -69,7 +69,7 @@ func TestOpenUnavailable(t *testing.T) {
 }
 
 // TestContainerConfig checks what the engine was told: limits, network,
-// capabilities, labels, init.
+// capabilities, labels, the keeper.
 func TestContainerConfig(t *testing.T) {
 	b := openBackend(t)
 	sb := create(t, b, sandbox.Spec{
@@ -85,8 +85,10 @@ func TestContainerConfig(t *testing.T) {
 	if hc.Memory != 256<<20 || hc.MemorySwap != 256<<20 || hc.NanoCPUs != 5e8 || hc.PidsLimit == nil || *hc.PidsLimit != 100 {
 		t.Errorf("limits: memory %d swap %d cpus %d pids %v", hc.Memory, hc.MemorySwap, hc.NanoCPUs, hc.PidsLimit)
 	}
-	if hc.NetworkMode != "none" || hc.Init == nil || !*hc.Init {
-		t.Errorf("network %q init %v", hc.NetworkMode, hc.Init)
+	// The keeper is PID 1 itself, not a child of the engine's init.
+	if hc.NetworkMode != "none" || hc.Init != nil && *hc.Init || !c.Config.OpenStdin ||
+		len(c.Config.Entrypoint) != 3 || c.Config.Entrypoint[2] != keeper {
+		t.Errorf("network %q init %v stdin %v entrypoint %q", hc.NetworkMode, hc.Init, c.Config.OpenStdin, c.Config.Entrypoint)
 	}
 	if len(hc.CapDrop) != 1 || !strings.EqualFold(strings.TrimPrefix(hc.CapDrop[0], "CAP_"), "ALL") || len(hc.CapAdd) != len(Capabilities) {
 		t.Errorf("caps: drop %v add %v", hc.CapDrop, hc.CapAdd)

@@ -52,6 +52,7 @@ type ctr struct {
 var (
 	_ sandbox.Sandbox     = (*Sandbox)(nil)
 	_ sandbox.Snapshotter = (*Sandbox)(nil)
+	_ sandbox.Killer      = (*Sandbox)(nil)
 	_ sandbox.Validator   = (*Sandbox)(nil)
 	_ sandbox.Stats       = (*Sandbox)(nil)
 	_ sandbox.Labeler     = (*Sandbox)(nil)
@@ -212,6 +213,17 @@ func (s *Sandbox) Close(ctx context.Context) error {
 	return s.closeErr
 }
 
+// procsOfLocked returns the processes running in container c.
+func (s *Sandbox) procsOfLocked(c *ctr) []*process {
+	var out []*process
+	for p := range s.procs {
+		if p.c == c {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 func (s *Sandbox) procsLocked() []*process {
 	out := make([]*process, 0, len(s.procs))
 	for p := range s.procs {
@@ -320,12 +332,7 @@ func (s *Sandbox) Restore(ctx context.Context, snap sandbox.Snapshot) error {
 	}
 	old := s.cur
 	s.cur, s.gone = c, nil
-	var procs []*process
-	for p := range s.procs {
-		if p.c == old {
-			procs = append(procs, p)
-		}
-	}
+	procs := s.procsOfLocked(old)
 	s.mu.Unlock()
 	for _, p := range procs {
 		p.closeConn()
@@ -336,6 +343,50 @@ func (s *Sandbox) Restore(ctx context.Context, snap sandbox.Snapshot) error {
 		}
 	})
 	s.prepareStandby(sn)
+	return nil
+}
+
+// KillAll implements sandbox.Killer by tearing the container's PID
+// namespace down: the engine kills its PID 1 (the kernel then kills every
+// other process in it, whatever session or group it is in), and starts
+// the container again, its filesystem as it was. Nothing of the
+// container's own (its shell, its kill) takes part, so an agent that
+// replaced them cannot keep a process alive. It takes about as long as a
+// container start; persistent shells end.
+func (s *Sandbox) KillAll(ctx context.Context) error {
+	s.restoreMu.Lock()
+	defer s.restoreMu.Unlock()
+	c, err := s.current()
+	if err != nil {
+		return err
+	}
+	// Calls still running on c see a restore, not a death, when they
+	// find it stopped.
+	next := &ctr{id: c.id, name: c.name, snap: c.snap}
+	s.mu.Lock()
+	if s.cur != c {
+		s.mu.Unlock()
+		return errors.New("docker: kill all: the sandbox was restored meanwhile")
+	}
+	s.cur = next
+	procs := s.procsOfLocked(c)
+	s.mu.Unlock()
+	for _, p := range procs {
+		p.closeConn()
+	}
+	cli := s.e.cli
+	wait := cli.ContainerWait(ctx, c.id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+	if _, err := cli.ContainerKill(ctx, c.id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+		return s.check(ctx, next, fmt.Errorf("docker: kill all: %w", err))
+	}
+	select {
+	case <-wait.Result:
+	case err := <-wait.Error:
+		return s.check(ctx, next, fmt.Errorf("docker: kill all: waiting for the container to stop: %w", err))
+	}
+	if _, err := cli.ContainerStart(ctx, c.id, client.ContainerStartOptions{}); err != nil {
+		return s.check(ctx, next, fmt.Errorf("docker: kill all: starting the container again: %w", err))
+	}
 	return nil
 }
 

@@ -8,7 +8,9 @@
 // live both ways, left alone by Snapshot/Restore; bad mounts refused),
 // Snapshot/Restore where the backend implements sandbox.Snapshotter,
 // Close (idempotent, then ErrClosed), ErrGone after the sandbox is killed
-// from outside (WithKill), and containment: a fork bomb by the PID limit,
+// from outside (WithKill), integrity (a keeper that nothing inside can
+// kill; sandbox.Killer ending background, double-forked, setsid, nohup and
+// tmux leftovers), and containment: a fork bomb by the PID limit,
 // a memory hog by the memory limit, and no network unless Spec.Network.
 //
 // Checks never assert wall-clock times; waits poll a condition under a
@@ -89,6 +91,8 @@ func Run(t *testing.T, b sandbox.Backend, opts ...Option) {
 		{"SnapshotRestore", s.snapshotRestore},
 		{"Close", s.close},
 		{"Gone", s.gone},
+		{"Keeper", s.keeper},
+		{"KillAll", s.killAll},
 		{"ForkBomb", s.forkBomb},
 		{"MemoryHog", s.memoryHog},
 		{"NoNetwork", s.noNetwork},

@@ -24,7 +24,10 @@
 //     tcp://, ssh://); empty is the environment's default engine;
 //   - "sandbox.owner": the owner label of every sandbox (see package
 //     sandbox, Owners and reaping); empty is a lease on this process;
-//   - "sandbox.dir": where bwrap keeps its sandboxes' state directories.
+//   - "sandbox.dir": where bwrap keeps its sandboxes' state directories;
+//   - "sandbox.hide": host paths no sandbox may see, in the form of PATH
+//     (filepath.SplitList): serve sets it to the served task folders and
+//     its store; see sandbox.Options.Hide.
 //
 // A process has one value of each kind, and tests start several Managers
 // in one process: the first Acquire opens the backend, later ones share it
@@ -36,6 +39,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -49,6 +53,7 @@ const (
 	SettingDocker  = "docker.hosts"  // comma-separated engine addresses
 	SettingOwner   = "sandbox.owner" // the owner label; empty is a lease on this process
 	SettingDir     = "sandbox.dir"   // where bwrap keeps its workspaces
+	SettingHide    = "sandbox.hide"  // host paths no sandbox may see, a PATH-style list
 )
 
 // DefaultBackend is the backend of settings that name none.
@@ -71,7 +76,19 @@ func Options(s gym.Settings) sandbox.Options {
 			hosts = append(hosts, h)
 		}
 	}
-	return sandbox.Options{Owner: s[SettingOwner], Hosts: hosts, Dir: s[SettingDir]}
+	return sandbox.Options{Owner: s[SettingOwner], Hosts: hosts, Dir: s[SettingDir], Hide: Hide(s)}
+}
+
+// Hide returns the host paths of the "sandbox.hide" setting, blank entries
+// dropped.
+func Hide(s gym.Settings) []string {
+	var out []string
+	for _, p := range filepath.SplitList(s[SettingHide]) {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Open opens the backend the settings name, with their Options. An empty

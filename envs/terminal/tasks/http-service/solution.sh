@@ -1,6 +1,8 @@
 #!/bin/bash
 set -e
 echo ok > /app/site/health.txt
+cat > /app/serve.sh <<'SCRIPT'
+#!/bin/bash
 cd /app/site
 setsid nohup python3 -m http.server 8000 --bind 127.0.0.1 > /dev/null 2>&1 < /dev/null &
 for _ in $(seq 100); do
@@ -9,3 +11,5 @@ for _ in $(seq 100); do
 done
 echo "the server did not come up" >&2
 exit 1
+SCRIPT
+chmod +x /app/serve.sh

@@ -1,5 +1,8 @@
 import os
+import subprocess
 import time
+
+import pytest
 
 
 def read_pid():
@@ -8,8 +11,24 @@ def read_pid():
 
 
 def lines():
-    with open("/app/heartbeat.log") as f:
-        return [l.strip() for l in f if l.strip()]
+    try:
+        with open("/app/heartbeat.log") as f:
+            return [l.strip() for l in f if l.strip()]
+    except FileNotFoundError:
+        return []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def started():
+    # The script runs in a shell of its own that then exits, as a login
+    # shell would: the job must outlive it.
+    assert os.access("/app/start-heartbeat.sh", os.X_OK), "/app/start-heartbeat.sh is not an executable file"
+    subprocess.run(["bash", "-c", "/app/start-heartbeat.sh"], timeout=10, check=True,
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(50):
+        if os.path.exists("/app/heartbeat.pid") and lines():
+            break
+        time.sleep(0.1)
 
 
 def test_job_running():

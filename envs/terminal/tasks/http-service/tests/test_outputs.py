@@ -1,5 +1,16 @@
+import os
+import subprocess
 import time
 import urllib.request
+
+import pytest
+
+
+@pytest.fixture(scope="module", autouse=True)
+def served():
+    assert os.access("/app/serve.sh", os.X_OK), "/app/serve.sh is not an executable file"
+    subprocess.run(["bash", "-c", "/app/serve.sh"], timeout=20,
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def get(path):

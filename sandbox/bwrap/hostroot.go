@@ -1,0 +1,169 @@
+package bwrap
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// The host's root as a sandbox without an image sees it (also used by the
+// GUI envs' app and browser sandboxes, through SystemArgs):
+//
+//   - read-only, the system directories systemEntries lists (usr, bin,
+//     sbin, lib*, etc, opt): programs, libraries and configuration;
+//   - of /var only varEntries (dpkg's database and font caches), read-only,
+//     with /var/tmp the sandbox's own empty directory and /var/run and
+//     /var/lock pointing at the sandbox's /run; never /var/lib/docker,
+//     /var/log, /var/backups or anything else under /var;
+//   - never home, root, run, tmp, mnt, media, srv, boot or any other
+//     top-level directory (a checkout under /work, the server's store);
+//   - with the host's secrets masked: secretPaths (the shadow files, TLS
+//     and SSH private keys, docker's and kubernetes' configuration) are
+//     empty where they exist;
+//   - and any path of Hide (the served task folders, the store) that lies
+//     inside a bound directory masked the same way.
+
+// systemEntries are the top-level host directories bound read-only.
+var systemEntries = map[string]bool{
+	"usr": true, "bin": true, "sbin": true, "lib": true, "lib32": true, "lib64": true,
+	"libx32": true, "etc": true, "opt": true,
+}
+
+// varEntries are the parts of the host's /var a sandbox reads.
+var varEntries = []string{"/var/lib/dpkg", "/var/cache/fontconfig"}
+
+// secretPaths are masked wherever they exist; a trailing "*" is a prefix
+// match in that directory.
+var secretPaths = []string{
+	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
+	"/etc/security/opasswd", "/etc/ssl/private", "/etc/ssh/ssh_host_*",
+	"/etc/docker", "/etc/kubernetes", "/etc/containerd", "/etc/nextstate",
+}
+
+// SystemArgs returns the bwrap arguments that build the host's read-only
+// system view described above onto a root the caller has made a tmpfs
+// ("--tmpfs /" before them; "--remount-ro /" after the caller's own binds).
+// hide names further host paths (files or directories) to mask; a path
+// that is not inside a bound directory is not visible anyway and is
+// skipped, one that would hide a whole system directory is an error.
+// skip names top-level entries the caller binds itself.
+func SystemArgs(hide []string, skip ...string) ([]string, error) {
+	ents, err := os.ReadDir("/")
+	if err != nil {
+		return nil, fmt.Errorf("bwrap: host root: %w", err)
+	}
+	var args []string
+	for _, e := range ents {
+		n := e.Name()
+		if !systemEntries[n] || slices.Contains(skip, n) {
+			continue
+		}
+		if e.Type()&os.ModeSymlink != 0 {
+			t, err := os.Readlink("/" + n)
+			if err != nil {
+				continue
+			}
+			args = append(args, "--symlink", t, "/"+n)
+			continue
+		}
+		args = append(args, "--ro-bind", "/"+n, "/"+n)
+	}
+	if !slices.Contains(skip, "var") {
+		args = append(args, "--dir", "/var", "--dir", "/var/lib", "--dir", "/var/cache",
+			"--symlink", "/run", "/var/run", "--symlink", "/run/lock", "/var/lock",
+			"--tmpfs", "/var/tmp", "--chmod", "1777", "/var/tmp")
+		for _, p := range varEntries {
+			if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+				args = append(args, "--ro-bind", p, p)
+			}
+		}
+	}
+	masks, err := maskPaths(hide)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range masks {
+		args = append(args, maskArgs(m)...)
+	}
+	return args, nil
+}
+
+// maskPaths lists the existing host paths to mask: the secrets and hide,
+// resolved through symlinks, each inside a bound directory, sorted and
+// without one inside another.
+func maskPaths(hide []string) ([]string, error) {
+	var cands []string
+	for _, p := range secretPaths {
+		if pre, ok := strings.CutSuffix(p, "*"); ok {
+			ents, _ := os.ReadDir(filepath.Dir(pre))
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), filepath.Base(pre)) {
+					cands = append(cands, filepath.Join(filepath.Dir(pre), e.Name()))
+				}
+			}
+			continue
+		}
+		cands = append(cands, p)
+	}
+	for _, p := range hide {
+		if !filepath.IsAbs(p) {
+			return nil, fmt.Errorf("bwrap: hidden path %q is not absolute", p)
+		}
+		cands = append(cands, p)
+	}
+	var out []string
+	for _, p := range cands {
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return nil, fmt.Errorf("bwrap: hidden path %s: %w", p, err)
+		}
+		if !visible(real) {
+			continue
+		}
+		if parts := strings.Split(real, "/"); len(parts) == 2 {
+			return nil, fmt.Errorf("bwrap: hidden path %s would hide the system directory %s of every sandbox", p, real)
+		}
+		out = append(out, real)
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	// A mask inside another mask is redundant, and bwrap could not make
+	// its mount point in the masking tmpfs.
+	var kept []string
+	for _, p := range out {
+		if len(kept) > 0 && within(kept[len(kept)-1], p) {
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return kept, nil
+}
+
+// visible reports whether a host path lies in what SystemArgs binds.
+func visible(p string) bool {
+	top := strings.Split(p, "/")[1]
+	if systemEntries[top] {
+		return true
+	}
+	return slices.ContainsFunc(varEntries, func(v string) bool { return within(v, p) })
+}
+
+// within reports whether p is dir or lies below it.
+func within(dir, p string) bool {
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// maskArgs hides one host path: a directory under an empty read-only
+// tmpfs, a file under /dev/null.
+func maskArgs(p string) []string {
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		return []string{"--tmpfs", p, "--remount-ro", p}
+	}
+	return []string{"--ro-bind", "/dev/null", p}
+}
