@@ -210,7 +210,7 @@ func (e *Env) run(ctx context.Context, c call, info gym.Info) (string, error) {
 		}
 		r, err := e.shell.Run(ctx, c.Command, timeout)
 		if err != nil {
-			return "", e.fault(err)
+			return "", e.toolFault("the shell", err)
 		}
 		info["exit_code"] = r.ExitCode
 		if r.TimedOut {
@@ -222,7 +222,7 @@ func (e *Env) run(ctx context.Context, c call, info gym.Info) (string, error) {
 		out, err := e.editor.Run(ctx, c.Edit)
 		var ee *EditError
 		if err != nil && !errors.As(err, &ee) {
-			return "", e.fault(err)
+			return "", e.toolFault("the editor", err)
 		}
 		return out, err
 	case ToolSubmit:
@@ -245,14 +245,28 @@ func (e *Env) run(ctx context.Context, c call, info gym.Info) (string, error) {
 // caches out) and prints the diff against the base commit $1.
 const diffScript = `git add -A >/dev/null && git diff --cached --binary --no-color --no-ext-diff "$1"`
 
-// takeDiff takes the agent's diff against the base commit. A repository
-// the agent broke (.git removed) leaves the diff empty with the reason in
-// diffErr: that is the agent's doing.
+// takeDiff ends every process of the agent's sandbox (sandbox.Killer:
+// nothing the agent started changes the repository once it has
+// submitted), then takes the agent's diff against the base commit. A
+// repository the agent broke (.git removed), or tools it broke (git, bash)
+// in a sandbox that still runs, leave the diff empty with the reason in
+// diffErr: that is the agent's doing. Only a sandbox that died is the
+// infrastructure's (nothing inside can end it: sandbox.KeeperLoop).
 func (e *Env) takeDiff(ctx context.Context) error {
+	if k, ok := e.sb.(sandbox.Killer); ok {
+		if err := k.KillAll(ctx); err != nil {
+			return err
+		}
+	}
 	r, err := e.sb.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"bash", "-c", diffScript, "diff", e.repo.Commit},
 		Dir: Workdir, Timeout: 5 * time.Minute, MaxOutput: 64 << 20})
 	if err != nil {
-		return err
+		if f := e.fault(err); isSandboxDeath(f) {
+			return f
+		}
+		e.submitted = true
+		e.diff, e.diffErr = "", fmt.Sprintf("the diff could not be taken in the agent's sandbox: %v", err)
+		return nil
 	}
 	e.submitted = true
 	switch {
@@ -344,6 +358,28 @@ func (e *Env) fault(err error) error {
 		}
 	}
 	return sandboxFault(err)
+}
+
+// toolFault labels an error of a tool: in a sandbox that died it is the
+// infrastructure's; in one that still runs, the agent broke the tool (its
+// shell, the programs the editor runs), and the call is answered with the
+// error (an *EditError) while the episode goes on.
+func (e *Env) toolFault(what string, err error) error {
+	if f := e.fault(err); isSandboxDeath(f) {
+		return f
+	}
+	return &EditError{Msg: what + " is not available: " + err.Error()}
+}
+
+// isSandboxDeath reports whether a labelled error (fault) is one the
+// agent cannot have caused: its sandbox died or was closed, or the time
+// ran out.
+func isSandboxDeath(err error) bool {
+	var fe *gym.FaultError
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return true
+	}
+	return errors.As(err, &fe) && (fe.Reason == "sandbox_died" || fe.Reason == "sandbox_closed")
 }
 
 // sandboxFault labels a sandbox error: one that died or was closed is the
