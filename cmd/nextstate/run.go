@@ -166,6 +166,7 @@ func runRun(ctx context.Context, stdout, stderr io.Writer, tempSet bool, f runFl
 		}
 		settings[k] = v
 	}
+	hideFromSandboxes(settings, append([]string{f.out}, f.suites...)...)
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return err
 	}

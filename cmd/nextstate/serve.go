@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -252,5 +253,23 @@ func kindSettings(f serveFlags) (gym.Settings, error) {
 		}
 		s[k] = v
 	}
+	hideFromSandboxes(s, append([]string{f.dataDir, f.miniwobDir}, f.suites...)...)
 	return s, nil
+}
+
+// hideFromSandboxes adds paths (the served task folders, the store) to
+// the "sandbox.hide" setting, which keeps them out of every sandbox's view
+// of the host (package envs/internal/sbopen; bwrap masks them). A path
+// given with --set sandbox.hide stays.
+func hideFromSandboxes(s gym.Settings, paths ...string) {
+	list := filepath.SplitList(s["sandbox.hide"])
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(p); err == nil {
+			list = append(list, abs)
+		}
+	}
+	s["sandbox.hide"] = strings.Join(list, string(filepath.ListSeparator))
 }
