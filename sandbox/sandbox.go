@@ -145,10 +145,14 @@ type Limits struct {
 	MemoryBytes int64   `json:"memory_bytes,omitempty"`
 	CPUs        float64 `json:"cpus,omitempty"`
 	PIDs        int64   `json:"pids,omitempty"`
+	// DiskBytes bounds what the sandbox may write to its own files (its
+	// workspace and scratch directories), so that one sandbox cannot fill
+	// the host's disk under the others.
+	DiskBytes int64 `json:"disk_bytes,omitempty"`
 }
 
 // DefaultLimits apply where a Spec sets none.
-var DefaultLimits = Limits{MemoryBytes: 1 << 30, CPUs: 1, PIDs: 512}
+var DefaultLimits = Limits{MemoryBytes: 1 << 30, CPUs: 1, PIDs: 512, DiskBytes: 4 << 30}
 
 // Or fills l's zero fields from d.
 func (l Limits) Or(d Limits) Limits {
@@ -160,6 +164,9 @@ func (l Limits) Or(d Limits) Limits {
 	}
 	if l.PIDs == 0 {
 		l.PIDs = d.PIDs
+	}
+	if l.DiskBytes == 0 {
+		l.DiskBytes = d.DiskBytes
 	}
 	return l
 }

@@ -171,6 +171,7 @@ type Backend struct {
 	cg      *cgroups // nil: rlimits
 	mode    string
 	why     error // why cgroups are not used
+	diskErr error // why sandboxes have no disk of their own; nil: they have
 
 	mu     sync.Mutex
 	live   map[string]*Sandbox
@@ -226,6 +227,9 @@ func Open(ctx context.Context, opts sandbox.Options, o ...Option) (*Backend, err
 	} else {
 		slog.Info("bwrap: no writable cgroups; limits fall back to rlimits", "reason", b.why)
 	}
+	if b.diskErr = probeDisk(b.dir); b.diskErr != nil {
+		slog.Info("bwrap: sandboxes get no disk quota", "reason", b.diskErr)
+	}
 	if n, err := b.reapAtOpen(ctx); err != nil {
 		slog.Warn("bwrap: reaping at open", "err", err)
 	} else if n > 0 {
@@ -257,6 +261,10 @@ func (b *Backend) Owner() string { return b.owner }
 
 // Dir is the directory that holds the state directories.
 func (b *Backend) Dir() string { return b.dir }
+
+// DiskQuota reports whether each sandbox's writable places are a tmpfs of
+// Limits.DiskBytes, and why not when they are not.
+func (b *Backend) DiskQuota() (bool, error) { return b.diskErr == nil, b.diskErr }
 
 // LimitsMode says how limits are enforced: ModeCgroup2, ModeCgroup1 or
 // ModeRlimit, and for ModeRlimit why cgroups are not used.
@@ -326,12 +334,22 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec) (_ *Sandbox, er
 			s.cleanup(context.Background())
 		}
 	}()
-	s.mounts = []mount{{workdir, filepath.Join(s.state, "workspace")}}
+	places := s.state
+	if b.diskErr == nil {
+		places = filepath.Join(s.state, diskDir)
+		if err := os.Mkdir(places, 0o755); err != nil {
+			return nil, fmt.Errorf("bwrap: state directory: %w", err)
+		}
+		if err := mountDisk(places, limits.DiskBytes); err != nil {
+			return nil, err
+		}
+	}
+	s.mounts = []mount{{workdir, filepath.Join(places, "workspace")}}
 	if workdir != "/tmp" {
-		s.mounts = append(s.mounts, mount{"/tmp", filepath.Join(s.state, "tmp")})
+		s.mounts = append(s.mounts, mount{"/tmp", filepath.Join(places, "tmp")})
 	}
 	if workdir != "/root" {
-		s.mounts = append(s.mounts, mount{"/root", filepath.Join(s.state, "root")})
+		s.mounts = append(s.mounts, mount{"/root", filepath.Join(places, "root")})
 	}
 	for _, m := range s.mounts {
 		perm := os.FileMode(0o755)
@@ -496,6 +514,7 @@ func (b *Backend) sweep(ctx context.Context, pick func(owner string) bool) (int,
 		if pf, err := readPidFile(dir); err == nil {
 			pf.kill()
 		}
+		unmountDisk(dir)
 		if err := os.RemoveAll(dir); err != nil {
 			if _, serr := os.Lstat(dir); !errors.Is(serr, os.ErrNotExist) {
 				errs = append(errs, fmt.Errorf("bwrap: reap: %w", err))

@@ -408,6 +408,7 @@ func (s *Sandbox) cleanup(ctx context.Context) error {
 		errs = append(errs, s.cg.remove(rctx))
 		cancel()
 	}
+	unmountDisk(s.state)
 	if err := os.RemoveAll(s.state); err != nil {
 		errs = append(errs, fmt.Errorf("bwrap: close %s: %w", s.id, err))
 	}

@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -89,6 +91,21 @@ type engine struct {
 	cli  *client.Client
 	ncpu int
 	live int // sandboxes placed here; under Backend.mu
+	// noDiskQuota is set once the engine refused a container's size
+	// (its storage driver has no per-container quota).
+	noDiskQuota atomic.Bool
+}
+
+// DiskQuota reports whether the engine at host bounds each container's
+// disk (Limits.DiskBytes as the container's storage size): known once a
+// sandbox was created there; true until an engine refused it.
+func (b *Backend) DiskQuota(host string) bool {
+	for _, e := range b.engines {
+		if e.host == host {
+			return !e.noDiskQuota.Load()
+		}
+	}
+	return false
 }
 
 // Engine is one engine a Backend places sandboxes on.
@@ -546,7 +563,20 @@ func (s *Sandbox) startContainer(ctx context.Context, img string, snap *Snapshot
 	s.b.hold(name)
 	cfg, hc := s.containerConfig(img, name)
 	cli := s.e.cli
+	if !s.e.noDiskQuota.Load() {
+		hc.StorageOpt = map[string]string{"size": strconv.FormatInt(s.limits.DiskBytes, 10)}
+	}
 	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hc, Name: name})
+	if err != nil && hc.StorageOpt != nil && strings.Contains(err.Error(), "storage-opt") {
+		// overlay2 on anything but xfs with pquota, among others: the
+		// sandbox's disk is not bounded on this engine (see the doc).
+		if !s.e.noDiskQuota.Swap(true) {
+			s.b.log.Info("docker: the engine's storage driver has no per-container quota; sandboxes' disk is not bounded",
+				"engine", s.e.host, "err", err)
+		}
+		hc.StorageOpt = nil
+		created, err = cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: hc, Name: name})
+	}
 	if err != nil {
 		s.b.unhold(name)
 		return nil, err

@@ -102,3 +102,28 @@ func (s *suite) killAll(t *testing.T) {
 		t.Errorf("KillAll after Close: %v, want ErrClosed", err)
 	}
 }
+
+// diskQuota checks Limits.DiskBytes: a sandbox that writes more than it
+// may into its workspace gets an error (ENOSPC) and stays usable, while
+// writing less works.
+func (s *suite) diskQuota(t *testing.T) {
+	if s.cfg.noDisk {
+		t.Skip("the backend bounds no disk here (WithoutDiskQuota)")
+	}
+	sb := s.create(t, func(sp *sandbox.Spec) {
+		sp.Limits.DiskBytes = 64 << 20
+		sp.Limits.MemoryBytes = 512 << 20
+	})
+	r := exec(t, sb, sandbox.ExecRequest{Script: "dd if=/dev/zero of=small bs=1M count=16 2>&1 && echo wrote", Timeout: Timeout})
+	if !strings.Contains(string(r.Stdout), "wrote") {
+		t.Fatalf("16 MiB under a 64 MiB quota: %q %q", r.Stdout, r.Stderr)
+	}
+	r = exec(t, sb, sandbox.ExecRequest{Script: "dd if=/dev/zero of=big bs=1M count=128 2>&1; echo rc=$?", Timeout: Timeout})
+	if strings.Contains(string(r.Stdout), "rc=0") {
+		t.Errorf("128 MiB under a 64 MiB quota was written: %q", r.Stdout)
+	}
+	exec(t, sb, sandbox.ExecRequest{Script: "rm -f big"})
+	if r := exec(t, sb, sandbox.ExecRequest{Script: "echo alive > after && cat after"}); strings.TrimSpace(string(r.Stdout)) != "alive" {
+		t.Errorf("after the quota was hit: %q %q", r.Stdout, r.Stderr)
+	}
+}

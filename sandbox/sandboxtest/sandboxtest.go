@@ -10,7 +10,8 @@
 // Close (idempotent, then ErrClosed), ErrGone after the sandbox is killed
 // from outside (WithKill), integrity (a keeper that nothing inside can
 // kill; sandbox.Killer ending background, double-forked, setsid, nohup and
-// tmux leftovers), and containment: a fork bomb by the PID limit,
+// tmux leftovers), and containment: a fork bomb by the PID limit, the disk
+// by Limits.DiskBytes,
 // a memory hog by the memory limit, and no network unless Spec.Network.
 //
 // Checks never assert wall-clock times; waits poll a condition under a
@@ -40,6 +41,7 @@ type Option func(*config)
 
 type config struct {
 	noPIDs  bool
+	noDisk  bool
 	spec    sandbox.Spec
 	kill    func(sandbox.Sandbox) error
 	removed func(sandbox.Sandbox) error
@@ -53,6 +55,10 @@ func WithSpec(s sandbox.Spec) Option { return func(c *config) { c.spec = s } }
 // sandbox's processes: the fork bomb check then only checks that the
 // sandbox recovers.
 func WithoutPIDLimit() Option { return func(c *config) { c.noPIDs = true } }
+
+// WithoutDiskQuota says the backend (here) cannot bound a sandbox's disk
+// (Limits.DiskBytes): the quota check is skipped.
+func WithoutDiskQuota() Option { return func(c *config) { c.noDisk = true } }
 
 // WithKill gives the suite a way to kill a sandbox's processes from
 // outside (as an operator or the OOM killer would), to check ErrGone.
@@ -93,6 +99,7 @@ func Run(t *testing.T, b sandbox.Backend, opts ...Option) {
 		{"Gone", s.gone},
 		{"Keeper", s.keeper},
 		{"KillAll", s.killAll},
+		{"DiskQuota", s.diskQuota},
 		{"ForkBomb", s.forkBomb},
 		{"MemoryHog", s.memoryHog},
 		{"NoNetwork", s.noNetwork},
