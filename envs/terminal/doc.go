@@ -100,33 +100,59 @@
 //
 // An episode terminates at submit (or a final text message); the step
 // limit and deadlines truncate it (gym.Session). Env implements
-// gym.Verifier: Verify closes the agent's shell and terminal (their
-// processes die; a daemon the agent detached with setsid survives, as the
-// task may need it), copies run-tests.sh and tests/ from the task folder,
-// which the agent never saw, into a fresh directory (/tests where the root
-// is writable, else a new /tmp/nextstate-tests.*), runs run-tests.sh there
-// with TEST_DIR set, through a clean Exec (not the agent's shell), under
-// the task's test timeout, and parses pytest's -rA summary from the run's
-// stdout (ParsePytest). The reward is passed/total (xfail counts as passed,
-// xpass and errors as failed, skips not at all); the verifier info, kept in
-// the record and not sent to the agent, holds every test's status. Nothing
-// written in the sandbox is read back: a fake report, a fake runner or a
-// fake pytest the agent leaves does not change the verdict, and the run
-// ignores pytest ini and conftest files outside the test directory, the
-// user site and the working directory on sys.path (testEnv). Code of the
-// agent's that the tests import still runs in the test process, and under
-// docker the agent is root in its container: there the verdict is as
-// trustworthy as the container's Python.
+// gym.Verifier, and Verify judges the agent's work with nothing of the
+// agent's in the way:
+//
+//  1. every process of the agent's sandbox is killed (sandbox.Killer, a
+//     PID-namespace sweep: background jobs, double forks, setsid, nohup,
+//     tmux servers alike), so nothing the agent started runs on. A task
+//     that needs a service running is written as "make a script that
+//     starts it", which its tests run (the smoke tasks http-service and
+//     background-heartbeat do);
+//  2. the agent's working directory is copied out (at most MaxWorkBytes);
+//     it is all of the agent's work the verdict sees: files it changed
+//     elsewhere (/tmp, /root, under docker the image's own directories)
+//     are not carried;
+//  3. a fresh sandbox of the task's initial state is made the way the
+//     agent's was (the task's image; under bwrap the same host view with
+//     the Dockerfile's steps applied), and the agent's directory replaces
+//     its working directory;
+//  4. run-tests.sh and tests/ from the task folder (which the agent never
+//     saw) go into a fresh test directory there (/tests where the root is
+//     writable, else a new /tmp/nextstate-tests.*), and run-tests.sh runs
+//     with TEST_DIR set, through a clean Exec, under the task's test
+//     timeout, with pytest steered by testEnv: the test directory's ini
+//     file and conftests only, plugin autoloading off, no user site, no
+//     working directory on sys.path, and a JUnit report;
+//  5. the reward is passed/total of that report (ParseJUnit: xfail counts
+//     as passed, xpass and errors as failed, skips not at all); the run's
+//     output, which the tests' code can print anything to, only fills the
+//     info. The verifier info, kept in the record and never sent to
+//     agents, holds every test's status.
+//
+// So the interpreter, pytest, its plugins and every file outside the
+// working directory are the task image's: a fake pytest, a replaced
+// python3, a .pth file, an entry-point plugin, a conftest or ini planted
+// outside the test directory, a leftover process waiting for the tests, a
+// test directory made unwritable, a broken bash, all stay in the agent's
+// sandbox. Code of the agent's that the tests import still runs in the
+// test process, as in Terminal-Bench.
 //
 // # Whose fault
 //
-// A sandbox that died (sandbox.ErrGone, or one the backend reports
-// invalid) is a gym.InfraFault "sandbox_died": the step is truncated, the
-// session closes, the server carries on. A task that does not build is an
-// InfraFault "task_build". A command that timed out is the agent's
-// observation. A test run that prints no result scores 0 (the agent may
-// have broken the environment); a verifier that cannot run is an
-// infrastructure failure and the episode's outcome is unknown.
+// The rule (docs/architecture.md): only what the agent could not have
+// caused is the infrastructure's. Nothing inside a sandbox can end it (its
+// keeper, sandbox.KeeperLoop), so a sandbox that died (sandbox.ErrGone, or
+// one the backend reports invalid) is a gym.InfraFault "sandbox_died": the
+// step is truncated, the session closes, the server carries on. So is a
+// task that does not build ("task_build") and a verifier's sandbox that
+// cannot be made. A tool that fails in a live sandbox (a shell or terminal
+// the agent broke) answers its call with the error, and the episode goes
+// on. A command that timed out is the agent's observation. A test run that
+// writes no report scores 0 (the agent's work broke it, or a timeout); a
+// working directory over MaxWorkBytes, or one the verifier's sandbox
+// cannot take, fails the episode as the agent's fault
+// (workspace_too_large, verifier_environment_broken).
 //
 // # Validation
 //

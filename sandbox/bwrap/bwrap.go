@@ -5,20 +5,40 @@
 //
 // # Layout
 //
-// The root is a read-only tmpfs on which the host's system directories
-// (usr, bin, sbin, lib*, etc, opt, var, srv; never home, root, run, tmp,
-// mnt, media or /work-like directories) are bound read-only, or, when
-// Spec.Image names a directory, every top-level entry of that rootfs. /proc,
-// /dev and /run are the sandbox's own. Three places are writable, each a
-// directory in the sandbox's state directory
-// (Options.Dir/<owner>_<sandbox id>, default $TMPDIR/nextstate-bwrap):
-// the workspace at Spec.Workdir (default /workspace), /tmp and /root (HOME).
-// With an image, the image's Workdir and /root contents are copied in at
-// Create. The state directory also holds labels.json (the sandbox's labels)
-// and pid (the host pid and start time of its process tree), which is what
-// the reaping reads (see Owners and reaping). A Workdir inside a bound
-// system directory (/usr/src/app) is refused: there is no mount point to
-// make there.
+// The root is a read-only tmpfs. With no Spec.Image it holds the host's
+// system view (SystemArgs, shared with the GUI envs' app sandboxes):
+//
+//   - read-only: usr, bin, sbin, lib*, etc and opt, the programs, libraries
+//     and configuration tasks run with;
+//   - of /var only dpkg's database and the font caches (read-only), an empty
+//     /var/tmp of the sandbox's own, and /var/run and /var/lock pointing at
+//     its /run; never /var/lib/docker (other sandboxes' files), /var/log or
+//     /var/backups;
+//   - never home, root, run, tmp, mnt, media, srv, boot, or any other
+//     top-level directory of the host (a checkout under /work, the
+//     server's store);
+//   - the host's secrets masked (empty): /etc/shadow and gshadow, TLS and
+//     SSH private keys, docker's, containerd's and kubernetes' configuration;
+//   - and the paths of Options.Hide masked the same way (serve hides the
+//     task folders it serves and its store: a --tasks folder under /opt
+//     is not readable from a sandbox).
+//
+// When Spec.Image names a directory, the root holds every top-level entry
+// of that rootfs instead. /proc, /dev and /run are the sandbox's own.
+// Three places are writable, each a directory of the sandbox's state
+// directory (Options.Dir/<owner>_<sandbox id>, default
+// $TMPDIR/nextstate-bwrap): the workspace at Spec.Workdir (default
+// /workspace), /tmp and /root (HOME). They lie in a tmpfs of
+// Limits.DiskBytes mounted on the state directory's disk/ (see
+// DiskQuota), so a sandbox that fills them gets ENOSPC; its pages are
+// memory, and count against Limits.MemoryBytes under cgroups. Where this
+// process cannot mount (no CAP_SYS_ADMIN), they are plain directories and
+// the disk is not bounded. With an image, the image's Workdir and /root
+// contents are copied in at Create. The state directory also holds
+// labels.json (the sandbox's labels) and pid (the host pid and start time
+// of its process tree), which is what the reaping reads (see Owners and
+// reaping). A Workdir inside a bound system directory (/usr/src/app) is
+// refused: there is no mount point to make there.
 //
 // Spec.Mounts are bound after these (--bind, or --ro-bind when read-only),
 // parents before children. A Source must exist on this host; a Target in
@@ -31,29 +51,34 @@
 // Commands run as root without capabilities (bwrap --cap-drop ALL; setpriv
 // with an empty bounding set for entered processes), so they cannot
 // remount, mount or change the host's files, but can read what the host's
-// root may read in the bound directories. Use an image rootfs or the
-// docker backend for tasks that must not see the host's /etc or /var.
+// root may read in the system view.
 //
 // # Processes
 //
-// Create starts one long-lived bwrap per sandbox whose init waits on a
-// pipe held by this process, so a sandbox dies with its server (bwrap
-// --die-with-parent, and the pipe) and leaves its state directory and
-// cgroup for the next backend's Open to reap.
+// Create starts one long-lived bwrap per sandbox. Its PID 1 is the
+// keeper itself (bwrap --as-pid-1 running sandbox.KeeperLoop in bash):
+// it ignores every signal it can, and the kernel keeps SIGKILL and
+// SIGSTOP from reaching a namespace's init from inside, so nothing in the
+// sandbox can end it; it reaps the orphans it inherits, and it exits when
+// its stdin, a pipe held by this process, closes, so a sandbox dies with
+// its server (bwrap --die-with-parent, and the pipe) and leaves its state
+// directory and cgroup for the next backend's Open to reap.
 // Exec and Start enter that sandbox with nsenter (mount, PID, UTS, IPC and
 // network namespaces; root and working directory of the sandbox) and
 // setpriv (drop capabilities): measured here, a command through nsenter
 // costs about 4 ms against about 7 ms for a fresh `bwrap ... bash -c`, and
 // it shares the sandbox's process tree, /tmp and loopback network with the
 // shell, as a container does. Every command is its own session and process
-// group; at its Timeout the whole group is killed. A sandbox whose process
-// tree was killed from outside makes Exec, Start and the copies return
-// sandbox.ErrGone.
+// group; at its Timeout the whole group is killed. KillAll
+// (sandbox.Killer) kills every process of the sandbox's PID namespace but
+// the keeper, whatever its group or session, until none is left. A sandbox
+// whose process tree was killed from outside makes Exec, Start and the
+// copies return sandbox.ErrGone.
 //
-// The backend needs root (nsenter and cgroups) and the bwrap, nsenter and
-// setpriv programs (Debian packages bubblewrap and util-linux); an image
-// rootfs needs bash and setpriv. Without bwrap, Open returns an error
-// wrapping sandbox.ErrUnavailable.
+// The backend needs root (nsenter, cgroups, the disk's mount) and the
+// bwrap, nsenter and setpriv programs (Debian packages bubblewrap and
+// util-linux); an image rootfs needs bash and setpriv. Without bwrap, Open
+// returns an error wrapping sandbox.ErrUnavailable.
 //
 // # Limits
 //

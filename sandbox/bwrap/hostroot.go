@@ -9,22 +9,9 @@ import (
 	"strings"
 )
 
-// The host's root as a sandbox without an image sees it (also used by the
-// GUI envs' app and browser sandboxes, through SystemArgs):
-//
-//   - read-only, the system directories systemEntries lists (usr, bin,
-//     sbin, lib*, etc, opt): programs, libraries and configuration;
-//   - of /var only varEntries (dpkg's database and font caches), read-only,
-//     with /var/tmp the sandbox's own empty directory and /var/run and
-//     /var/lock pointing at the sandbox's /run; never /var/lib/docker,
-//     /var/log, /var/backups or anything else under /var;
-//   - never home, root, run, tmp, mnt, media, srv, boot or any other
-//     top-level directory (a checkout under /work, the server's store);
-//   - with the host's secrets masked: secretPaths (the shadow files, TLS
-//     and SSH private keys, docker's and kubernetes' configuration) are
-//     empty where they exist;
-//   - and any path of Hide (the served task folders, the store) that lies
-//     inside a bound directory masked the same way.
+// The host's system view a sandbox without an image gets (the package
+// doc's Layout says what it holds); the GUI envs' app and browser
+// sandboxes get it too, through SystemArgs.
 
 // systemEntries are the top-level host directories bound read-only.
 var systemEntries = map[string]bool{

@@ -24,15 +24,23 @@
 // # Containers
 //
 // A sandbox is one container of Spec.Image (default DefaultImage) whose
-// entrypoint is replaced by an idle `sleep infinity` under the engine's
-// init (docker-init: it reaps orphans and forwards signals), with:
+// entrypoint is replaced by the keeper, the container's PID 1 itself: bash
+// running sandbox.KeeperLoop on an open, empty stdin (it ignores every
+// signal it can, reaps the orphans it inherits, and the kernel keeps
+// SIGKILL and SIGSTOP from reaching a namespace's init from inside), so
+// nothing in the container, root as it is there, can stop it; an image
+// without bash gets an idle sleep under sh. With:
 //
 //   - memory, CPU and PID limits from Spec.Limits (zero fields take
 //     sandbox.DefaultLimits): Memory with MemorySwap equal to it (no swap),
 //     NanoCPUs, PidsLimit. A memory hog is OOM-killed inside the container
 //     (its command exits 137), a fork bomb stops at the PID limit, and
-//     neither takes the container down. Disk is not limited: overlay2 on
-//     ext4 has no per-container quota.
+//     neither takes the container down. Disk: Limits.DiskBytes as the
+//     container's storage size (StorageOpt size) where the engine's
+//     storage driver has quotas (overlay2 on xfs with pquota, btrfs, zfs);
+//     on others, overlay2 on ext4 among them (this project's machines), the
+//     engine refuses it, the Backend logs that once and creates the
+//     container without: its disk is then not bounded (Backend.DiskQuota).
 //   - network mode none unless Spec.Network (then the engine's default
 //     bridge);
 //   - every capability dropped but Capabilities, and no-new-privileges;
@@ -69,6 +77,13 @@
 // all of it the engine starting the process (runc exec); for many small
 // commands use a persistent shell.
 //
+// KillAll (sandbox.Killer) tears the container's PID namespace down
+// through the engine: it kills PID 1, which ends every process in the
+// container whatever its session or group, and starts the container
+// again, its filesystem as it was. Nothing of the container's own takes
+// part (its shell, its kill), so an agent that replaced them cannot keep a
+// process alive; it costs about a container start.
+//
 // Start runs a long-lived process through an attached exec: one hijacked
 // connection carries its stdin and its output, stderr pointed at stdout
 // inside the sandbox so the two keep their order (or a terminal, with TTY).
@@ -90,8 +105,7 @@
 // container ahead, a standby, which the next Restore of the same snapshot
 // puts in place: Restore then takes a few milliseconds, and the first
 // output after it about 100 ms (one exec). The cost is a second, idle
-// container per snapshotted sandbox (an init, a sleep and the engine's
-// shim). Release removes the snapshot's image once no container made from
+// container per snapshotted sandbox (its keeper and the engine's shim). Release removes the snapshot's image once no container made from
 // it remains.
 //
 // # Owners, labels, reaping and closing
