@@ -20,7 +20,7 @@ import (
 )
 
 // writeTask writes a Terminal-Bench task folder and loads it.
-func writeTask(t *testing.T, files map[string]string) gym.Task {
+func writeTask(t testing.TB, files map[string]string) gym.Task {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "task")
 	for name, content := range files {
@@ -52,7 +52,7 @@ var answerTask = map[string]string{
 
 // harness runs sessions on a private manager that records every event.
 type harness struct {
-	t   *testing.T
+	t   testing.TB
 	m   *gym.Manager
 	mem *gymtest.Memory
 	dir string // the bwrap state directory
@@ -61,7 +61,7 @@ type harness struct {
 func newHarness(t *testing.T) *harness { return newHarnessOn(t, needBwrap(t)) }
 
 // newHarnessOn is newHarness on the sandbox backend settings name.
-func newHarnessOn(t *testing.T, settings gym.Settings) *harness {
+func newHarnessOn(t testing.TB, settings gym.Settings) *harness {
 	mem := &gymtest.Memory{}
 	h := &harness{t: t, mem: mem, dir: settings["sandbox.dir"],
 		m: gym.NewManager(gym.Config{Recorder: mem, Settings: settings, Logger: slog.New(slog.DiscardHandler)})}

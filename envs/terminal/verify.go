@@ -101,26 +101,39 @@ func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 	if !ok {
 		return 0, nil, fmt.Errorf("terminal-v1: the %s sandbox cannot kill the agent's processes (sandbox.Killer)", e.backendName)
 	}
-	if err := k.KillAll(ctx); err != nil {
-		return 0, nil, e.fault(fmt.Errorf("killing the agent's processes: %w", err))
+	// The verifier's sandbox is made while the agent's processes die.
+	type prepared struct {
+		sb      sandbox.Sandbox
+		workdir string
+		err     error
 	}
-	vsb, workdir, err := e.prepare(ctx)
+	ready := make(chan prepared, 1)
+	go func() { // joined below
+		sb, wd, err := e.prepare(ctx)
+		ready <- prepared{sb, wd, err}
+	}()
+	kerr := k.KillAll(ctx)
+	p := <-ready
+	vsb, workdir := p.sb, p.workdir
 	if vsb != nil {
 		defer vsb.Close(context.WithoutCancel(ctx))
 	}
-	if err != nil {
+	if kerr != nil {
+		return 0, nil, e.fault(fmt.Errorf("killing the agent's processes: %w", kerr))
+	}
+	if err := p.err; err != nil {
 		return 0, nil, err
 	}
 	if workdir != e.workdir {
 		return 0, nil, gym.InfraFault("verifier", fmt.Errorf("the verifier's sandbox works in %s, the agent's in %s", workdir, e.workdir))
 	}
+	dir, err := freshTestDir(ctx, vsb, e.workdir)
+	if err != nil {
+		return 0, nil, sbopen.Fault(vsb, err)
+	}
 	moved, err := carryWork(ctx, e.sb, vsb, e.workdir)
 	if err != nil {
 		return 0, nil, err
-	}
-	dir, err := freshTestDir(ctx, vsb)
-	if err != nil {
-		return 0, nil, sbopen.Fault(vsb, err)
 	}
 	entries := []tarEntry{}
 	for _, name := range append([]string{e.tests.RunTests}, e.tests.Tests...) {
@@ -232,21 +245,13 @@ func readReport(ctx context.Context, sb sandbox.Sandbox, p string) (*TestReport,
 	}
 }
 
-// carryWork replaces the working directory of the verifier's sandbox dst
-// by the agent's, from src, and reports the bytes carried. The agent's
-// directory is streamed as a tar of its contents; a missing one leaves an
-// empty directory (the agent removed it). More than MaxWorkBytes is the
-// agent's failure; a sandbox that fails is the infrastructure's.
+// carryWork copies the agent's working directory, from src, into the
+// verifier's sandbox dst, whose own freshTestDir emptied, and reports the
+// bytes carried. The agent's directory is streamed as a tar of its
+// contents; a missing one leaves an empty directory (the agent removed
+// it). More than MaxWorkBytes is the agent's failure; a sandbox that fails
+// is the infrastructure's.
 func carryWork(ctx context.Context, src, dst sandbox.Sandbox, workdir string) (int64, error) {
-	r, err := dst.Exec(ctx, sandbox.ExecRequest{
-		Cmd: []string{"find", workdir, "-mindepth", "1", "-delete"}, Dir: "/", Timeout: time.Minute,
-	})
-	if err != nil {
-		return 0, sbopen.Fault(dst, fmt.Errorf("clearing the verifier's working directory: %w", err))
-	}
-	if r.ExitCode != 0 {
-		return 0, gym.InfraFault("verifier", fmt.Errorf("clearing the verifier's working directory %s: %s", workdir, bytes.TrimSpace(r.Stderr)))
-	}
 	rc, err := src.CopyOut(ctx, workdir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
@@ -367,22 +372,25 @@ func testEnv(dir string) map[string]string {
 	}
 }
 
-// freshTestDir makes the test directory in the verifier's sandbox: /tests
-// where the root is writable, else a new directory under /tmp.
-func freshTestDir(ctx context.Context, sb sandbox.Sandbox) (string, error) {
+// freshTestDir readies the verifier's sandbox in one command: it empties
+// its working directory (the agent's comes in its place) and makes the test
+// directory, /tests where the root is writable, else a new directory under
+// /tmp, whose path it returns.
+func freshTestDir(ctx context.Context, sb sandbox.Sandbox, workdir string) (string, error) {
 	script := `set -e
+find "$2" -mindepth 1 -delete
 d=$1
 if rm -rf "$d" 2>/dev/null && mkdir -p "$d" 2>/dev/null; then echo "$d"; exit 0; fi
 mktemp -d /tmp/nextstate-tests.XXXXXXXX`
 	r, err := sb.Exec(ctx, sandbox.ExecRequest{
-		Cmd: []string{"bash", "-c", script, "nextstate-tests", TestDir}, Dir: "/", Timeout: time.Minute,
+		Cmd: []string{"bash", "-c", script, "nextstate-tests", TestDir, workdir}, Dir: "/", Timeout: time.Minute,
 	})
 	if err != nil {
 		return "", err
 	}
 	dir := strings.TrimSpace(string(r.Stdout))
 	if r.ExitCode != 0 || !path.IsAbs(dir) {
-		return "", fmt.Errorf("making the test directory: exit %d: %s", r.ExitCode, bytes.TrimSpace(r.Stderr))
+		return "", fmt.Errorf("readying the verifier's sandbox: exit %d: %s", r.ExitCode, bytes.TrimSpace(r.Stderr))
 	}
 	return dir, nil
 }

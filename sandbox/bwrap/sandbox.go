@@ -512,7 +512,7 @@ func (s *Sandbox) Usage(context.Context) (sandbox.Usage, error) {
 }
 
 // procs lists the host pids of the sandbox's processes, without pid 1
-// (the keeper) unless all.
+// (the keeper) and zombies unless all.
 func (s *Sandbox) procs(all bool) []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
@@ -528,6 +528,9 @@ func (s *Sandbox) procs(all bool) []int {
 			continue
 		}
 		if ns, err := os.Readlink("/proc/" + e.Name() + "/ns/pid"); err == nil && ns == s.pidNS {
+			if _, zombie, err := sandbox.ProcStartTime(pid); !all && (err != nil || zombie) {
+				continue // dead already: its parent (the keeper, mostly) reaps it
+			}
 			out = append(out, pid)
 		}
 	}
