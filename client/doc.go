@@ -64,6 +64,13 @@
 // the last seq it queued, so C delivers events in seq order with no
 // duplicates and no gaps.
 //
+// Events read back, by Subscribe and by Session.Resume, come as an agent
+// may see them (gym.Event.Public): rewards without the verifier's details,
+// which stay in the server's store (`nextstate export --with-verifier`). A
+// session whose server died is closed by the next server on its store:
+// Resume and Subscribe then end it with a session.closed event of reason
+// gym.CloseServerRestart.
+//
 // # Training samples
 //
 // SubscribeSamples streams the server's training samples (package rl's

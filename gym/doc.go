@@ -54,7 +54,13 @@
 // (the server's store) assigns each a global, increasing Seq and makes it
 // durable before Append returns, so an acknowledged step survives a crash.
 // Rewards that arrive later (a judge's vote) are EventReward events keyed by
-// the step's id, added with Manager.AddReward.
+// the step's id, added with Manager.AddReward. The record keeps the
+// verifier's details (a verified step's Info "verifier", a verifier reward
+// event's Info); Event.Public is the copy without them, and it is the only
+// form in which events may reach an agent: the step's answer is built from
+// it, and the server passes every event it sends through it. A session the
+// record shows open after its server died is closed by the next server on
+// the store, with reason CloseServerRestart.
 //
 // # Tasks
 //

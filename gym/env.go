@@ -47,8 +47,10 @@ type Kind interface {
 // Verify once when an episode terminates, before acknowledging the
 // terminating step. Its reward replaces the step's reward (info
 // "reward_source" is "verifier"); its info is recorded in the step event
-// under "verifier" but not sent to the agent. A Verify error truncates the
-// episode with an infrastructure failure: the outcome is unknown, not failed.
+// under InfoVerifier ("verifier") but never sent to the agent: not in the
+// step's answer, nor in any event read back (Event.Public). A Verify error
+// truncates the episode with an infrastructure failure: the outcome is
+// unknown, not failed.
 type Verifier interface {
 	Verify(ctx context.Context) (reward float64, info Info, err error)
 }

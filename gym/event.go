@@ -2,6 +2,7 @@ package gym
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -64,7 +65,52 @@ const (
 	CloseShutdown = "shutdown" // the server shut down
 	CloseInfra    = "infra"    // the env failed; see the event's Failure
 	CloseCreate   = "create"   // the first reset failed
+	// CloseServerRestart is recorded by a server that starts on a store
+	// holding sessions with no session.closed event: the server that ran
+	// them stopped without closing them (a crash, kill -9, power loss).
+	// It is the infrastructure's fault.
+	CloseServerRestart = "server_restart"
 )
+
+// The verifier's marks in events. A verified step event has Info
+// InfoVerifier (the verifier's details: expected answers, per-test
+// results) and Info "reward_source" SourceVerifier; a reward event the
+// verifier gives later has Source SourceVerifier (or "verifier:NAME") and
+// its details in Info.
+const (
+	InfoVerifier   = "verifier"
+	SourceVerifier = "verifier"
+)
+
+// Public returns a copy of ev fit to show an agent: without the verifier's
+// details (expected answers, per-test results), which would let an agent
+// that reads its own trajectory learn the answers and replay them after a
+// reset. It drops Info "verifier" (where a verified step records them) from
+// any event, and the whole Info of a reward event whose Source is the
+// verifier's ("verifier" or "verifier:NAME"); rewards themselves stay.
+// Public is the one filter between stored events and agents: a step's
+// answer, session.resume, events.subscribe, their HTTP mirrors, MCP and
+// `nextstate export` (unless --with-verifier) all pass events through it.
+// ev is not changed.
+func (ev Event) Public() Event {
+	if ev.Type == EventReward && (ev.Source == SourceVerifier || strings.HasPrefix(ev.Source, SourceVerifier+":")) {
+		ev.Info = nil
+		return ev
+	}
+	if _, ok := ev.Info[InfoVerifier]; ok {
+		info := make(Info, len(ev.Info)-1)
+		for k, v := range ev.Info {
+			if k != InfoVerifier {
+				info[k] = v
+			}
+		}
+		if len(info) == 0 {
+			info = nil
+		}
+		ev.Info = info
+	}
+	return ev
+}
 
 // Recorder appends events durably. Append assigns ev.Seq and returns once the
 // event will survive a crash of the process; a Session acknowledges a step

@@ -237,11 +237,10 @@ func (s *Session) StepTurn(ctx context.Context, stepID string, action Action, tu
 		return StepResult{}, err
 	}
 	res.Seq = ev.Seq
-	if _, ok := res.Info[infoVerifier]; ok {
-		// The verifier's details (expected answers, hidden test output)
-		// stay in the record; the agent sees only the reward.
-		res.Info = withoutInfo(res.Info, infoVerifier)
-	}
+	// The answer's info is the event's public one: the verifier's details
+	// (expected answers, hidden test output) stay in the record; the agent
+	// sees only the reward.
+	res.Info = ev.Public().Info
 	if stepID != "" {
 		s.steps.put(stepID, &loggedStep{sum: sum, res: res})
 	}
@@ -336,22 +335,8 @@ func (s *Session) verify(ctx context.Context, v Verifier, res *StepResult) {
 		return
 	}
 	res.Reward = reward
-	res.Info = withInfo(res.Info, infoVerifier, info)
-	res.Info["reward_source"] = "verifier"
-}
-
-// infoVerifier is the step info key of the verifier's details, recorded in
-// the step event and removed from the agent's answer.
-const infoVerifier = "verifier"
-
-func withoutInfo(info Info, key string) Info {
-	out := make(Info, len(info))
-	for k, x := range info {
-		if k != key {
-			out[k] = x
-		}
-	}
-	return out
+	res.Info = withInfo(res.Info, InfoVerifier, info)
+	res.Info["reward_source"] = SourceVerifier
 }
 
 // withInfo sets key in a copy of info, so an env's own map is never changed

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -10,9 +11,10 @@ import (
 	"github.com/nextstate-rl/nextstate/server/wire"
 )
 
-// TestBadInputWS sends one bad frame after another on one connection. Each
-// is answered with its stable code and a message that says what is
-// accepted, and after each the connection still serves another session.
+// TestBadInputWS sends one bad frame after another on one connection
+// (malformed, not UTF-8, nested too deeply, ...). Each is answered with its
+// stable code and a message that says what was wrong and what is accepted,
+// and after each the connection still serves another session.
 func TestBadInputWS(t *testing.T) {
 	ts := startServer(t)
 	c := ts.dial()
@@ -52,6 +54,19 @@ func TestBadInputWS(t *testing.T) {
 		{"wrong jsonrpc", `{"jsonrpc":"1.0","id":"x","method":"server.info"}`, `"x"`, wire.CodeInvalidRequest, []string{`"2.0"`}},
 		{"missing method", `{"jsonrpc":"2.0","id":8}`, "8", wire.CodeInvalidRequest, []string{`"method" is missing`, "session.step"}},
 		{"object id", `{"jsonrpc":"2.0","id":{"a":1},"method":"server.info"}`, "null", wire.CodeInvalidRequest, []string{"string or a number"}},
+		// Not UTF-8: refused (encoding/json would read U+FFFD), the id
+		// echoed where it can be read.
+		{"a Latin-1 byte in a string", latin1Step(other), "21", wire.CodeParseError,
+			[]string{"the request is not UTF-8", "byte 0xe9", fmt.Sprintf("offset %d", strings.IndexByte(latin1Step(other), 0xe9)), "must be UTF-8"}},
+		{"a bad byte in the id", "{\"jsonrpc\":\"2.0\",\"id\":\"x\xff\",\"method\":\"server.info\"}", "null", wire.CodeParseError,
+			[]string{"not UTF-8", "byte 0xff", "offset 24"}},
+		{"a bad byte outside strings", "{\"jsonrpc\":\"2.0\",\"id\":22,\"method\":\"server.info\"}\xc0", "null", wire.CodeParseError,
+			[]string{"not UTF-8", "byte 0xc0", "offset 48"}},
+		// Too deep: well-formed, so the message says so, with the limit,
+		// rather than blame the quoting.
+		{"too deeply nested params", `{"jsonrpc":"2.0","id":23,"method":"server.info","params":` + nested(maxJSONDepth+1) + `}`, "null",
+			wire.CodeParseError, []string{"too deeply nested", "at most 10000 levels"}},
+		{"a too deeply nested batch", nested(maxJSONDepth + 5), "null", wire.CodeParseError, []string{"too deeply nested", "at most 10000 levels"}},
 	}
 	for _, f := range frames {
 		t.Run(f.name, func(t *testing.T) {
@@ -149,6 +164,29 @@ func TestBadInputWS(t *testing.T) {
 		carryOn(t)
 	})
 
+	t.Run("deep but within the limit", func(t *testing.T) {
+		c := c.as(t)
+		c.sendRaw([]byte(`{"jsonrpc":"2.0","id":24,"method":"server.info","params":` + nested(maxJSONDepth-10) + `}`))
+		if m := c.response("24"); m.Error != nil {
+			t.Fatalf("a frame nested %d deep was refused: %v", maxJSONDepth-9, m.Error)
+		}
+		carryOn(t)
+	})
+
+	t.Run("a batch with one element not UTF-8", func(t *testing.T) {
+		c := c.as(t)
+		step, _ := json.Marshal(stepArgs(other, "", "in a batch"))
+		c.sendRaw([]byte(`[{"jsonrpc":"2.0","id":"a","method":"session.step","params":` + string(step) + `},` +
+			"{\"jsonrpc\":\"2.0\",\"id\":\"b\",\"method\":\"server.info\",\"params\":{\"x\":\"\xff\"}}]"))
+		m := c.take("the batch answer", func(m *rpcMsg) bool { return m.Batch != nil })
+		steps++
+		if len(m.Batch) != 2 || m.Batch[0].Error != nil || m.Batch[1].Error == nil || string(m.Batch[1].ID) != `"b"` {
+			t.Fatalf("batch answered %s, want the step run and b refused", m)
+		}
+		wantCode(t, m.Batch[1].Error, wire.CodeParseError, "not UTF-8", "byte 0xff")
+		carryOn(t)
+	})
+
 	t.Run("step after termination", func(t *testing.T) {
 		c := c.as(t)
 		s := c.create(gym.CreateRequest{Env: "echo-v1"}).Session
@@ -236,3 +274,10 @@ func TestBadInputWS(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// latin1Step is a step request whose text action has a Latin-1 "é" (0xe9),
+// which is not UTF-8.
+func latin1Step(session string) string {
+	return `{"jsonrpc":"2.0","id":21,"method":"session.step","params":{"session":"` + session +
+		`","action":{"parts":[{"type":"text","text":"caf` + "\xe9" + `"}]}}}`
+}

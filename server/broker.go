@@ -17,7 +17,8 @@ import (
 // broker fans committed events out to live subscriptions. The store calls
 // publish from its writer goroutine, once per commit, in seq order; publish
 // never blocks: a subscriber that cannot keep up is ended as a slow consumer
-// and resubscribes from the last seq it saw.
+// and resubscribes from the last seq it saw. Events are sent in their public
+// form (publicJSON).
 type broker struct {
 	mu   sync.RWMutex
 	subs map[*subscription]struct{}
@@ -84,7 +85,7 @@ func (b *broker) publish(evs []*gym.Event) {
 			}
 			if !s.offer(ev, func() []byte {
 				if enc[i] == nil {
-					enc[i], _ = json.Marshal(ev)
+					enc[i], _ = publicJSON(ev)
 				}
 				return enc[i]
 			}) {
@@ -92,6 +93,14 @@ func (b *broker) publish(evs []*gym.Event) {
 			}
 		}
 	}
+}
+
+// publicJSON encodes an event as subscribers get it: gym.Event.Public, so
+// that no verifier details reach an agent that subscribes to its own
+// session. Every event the broker sends, replayed or live, is encoded here.
+func publicJSON(ev *gym.Event) ([]byte, error) {
+	pub := ev.Public()
+	return json.Marshal(&pub)
 }
 
 // matches applies a subscription's filters; empty ones match all.
@@ -211,7 +220,7 @@ func (c *conn) subscribeReq(req wire.Request) *wire.Error {
 	}
 	err := c.s.store.Scan(context.Background(), store.Filter{Session: p.Session, Run: p.Run, Env: p.Env, Types: p.Types, AfterSeq: from},
 		func(ev *gym.Event) error {
-			enc, err := json.Marshal(ev)
+			enc, err := publicJSON(ev)
 			if err != nil {
 				return err
 			}
@@ -228,7 +237,7 @@ func (c *conn) subscribeReq(req wire.Request) *wire.Error {
 	}
 	if !s.ended {
 		for _, ev := range s.buf {
-			enc, _ := json.Marshal(ev)
+			enc, _ := publicJSON(ev)
 			if !s.deliverLocked(ev, enc) {
 				break
 			}

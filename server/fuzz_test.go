@@ -39,7 +39,7 @@ func decodeStep(raw json.RawMessage) *wire.Error {
 	}
 	var a gym.Action
 	if err := json.Unmarshal(p.Action, &a); err != nil {
-		return &wire.Error{Code: wire.CodeBadAction, Message: paramsError(wire.MethodSessionStep, err).Message}
+		return &wire.Error{Code: wire.CodeBadAction, Message: paramsError(wire.MethodSessionStep, p.Action, err).Message}
 	}
 	return nil
 }
@@ -81,6 +81,8 @@ func FuzzDecodeFrame(f *testing.F) {
 		`{"jsonrpc":"2.0","id":1e400,"method":"x"}`,
 		`{"jsonrpc":"2.0","id":-0.5,"method":"x","params":null}`,
 		`{"jsonrpc":"2.0","id":1,"method":"session.create","params":{"task":{"limits":{"step_timeout":"forever"}}}}`,
+		"{\"jsonrpc\":\"2.0\",\"id\":\"\xc3\",\"method\":\"x\"}", "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xed\xa0\x80\"}]",
+		`{"jsonrpc":"2.0","id":1,"method":"x","params":` + strings.Repeat("[", maxJSONDepth+1) + `}`, strings.Repeat("[{\"a\":", 5001),
 	} {
 		f.Add([]byte(seed))
 	}

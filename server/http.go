@@ -80,6 +80,10 @@ func withSession(r *http.Request, b []byte) (any, error) {
 	m := map[string]json.RawMessage{}
 	if len(strings.TrimSpace(string(b))) > 0 {
 		if err := json.Unmarshal(b, &m); err != nil {
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				return nil, wire.Errorf(wire.CodeParseError, "the body is not a JSON object: %s", syntaxProblem(b, se))
+			}
 			return nil, wire.Errorf(wire.CodeParseError, "the body is not a JSON object: %v", err)
 		}
 	}
@@ -111,6 +115,9 @@ func (s *Server) mirror(method string, build paramsFunc) http.Handler {
 		var werr *wire.Error
 		defer func() { s.metrics.request(method, "http", start, werr) }()
 		b, werr := s.readBody(w, r)
+		if werr == nil {
+			werr = checkUTF8("the body", b) // POST /v1/rpc checks each request (decodeFrame)
+		}
 		if werr != nil {
 			writeHTTPError(w, werr)
 			return
@@ -168,7 +175,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		limit = wire.MaxResumeEvents
 	}
 	q := r.URL.Query()
-	f := store.Filter{Run: q.Get("run"), Env: q.Get("env"), Session: q.Get("session"), Task: q.Get("task"), AfterSeq: after, Limit: limit + 1}
+	f := store.Filter{Run: q.Get("run"), Env: q.Get("env"), Session: q.Get("session"), Task: q.Get("task"), AfterSeq: after, Limit: limit + 1,
+		Public: true}
 	for _, t := range q["type"] {
 		f.Types = append(f.Types, gym.EventType(t))
 	}

@@ -219,6 +219,12 @@ func TestAuth(t *testing.T) {
 		{"/v1/info", "s3cret", 401},
 		{"/v1/info", "Basic czNjcmV0", 401},
 		{"/v1/info", "Bearer s3cret", 200},
+		// The scheme is case-insensitive (RFC 9110 §11.1), the token not.
+		{"/v1/info", "bearer s3cret", 200},
+		{"/v1/info", "BEARER s3cret", 200},
+		{"/v1/info", "bearer S3CRET", 401},
+		{"/v1/info", "BEARER", 401},
+		{"/v1/info", "Bearers3cret", 401},
 		{"/metrics", "", 401},
 		{"/metrics", "Bearer s3cret", 200},
 		{"/v1/events", "", 401},
@@ -247,6 +253,10 @@ func TestAuth(t *testing.T) {
 	}
 	c := ts.dial()
 	c.step(c.create(gym.CreateRequest{Env: "echo-v1"}).Session, "", "authorized")
+	for _, scheme := range []string{"bearer", "BEARER"} {
+		c := dialWS(t, ts.ws, http.Header{"Authorization": {scheme + " s3cret"}})
+		c.step(c.create(gym.CreateRequest{Env: "echo-v1"}).Session, "", "authorized as "+scheme)
+	}
 }
 
 func TestListenRefusesOpenAddressWithoutToken(t *testing.T) {

@@ -149,3 +149,25 @@ func sessionOf(params []byte) string {
 	})
 	return s
 }
+
+// depthAt returns how deeply arrays and objects nest just before b[off],
+// reading b as JSON (brackets inside strings do not count). It is for
+// error messages, after encoding/json has refused b at off.
+func depthAt(b []byte, off int64) int {
+	depth := 0
+	for i := 0; i < len(b) && int64(i) < off; i++ {
+		switch b[i] {
+		case '"':
+			end, _ := scanString(b, i)
+			if end < 0 {
+				return depth
+			}
+			i = end - 1
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+		}
+	}
+	return depth
+}

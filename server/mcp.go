@@ -30,7 +30,9 @@ import (
 // that speaks MCP can act in an episode without knowing nextstate's own
 // protocol. tools/call is one session.step with one tool_call part, run by
 // the same code as a step over WebSocket or HTTP: the same events, store
-// records, rewards and metrics. docs/protocol.md, section MCP, is the
+// records, rewards and metrics. What it shows the agent comes from events
+// in their public form (gym.Event.Public): the step's answer, and the reset
+// events it reads its tools from. docs/protocol.md, section MCP, is the
 // contract.
 //
 // An mcpHub keeps one MCP server (an mcp.Server and its HTTP handler) per
@@ -254,7 +256,7 @@ func (h *mcpHub) sweep() bool {
 	}
 	if last := h.s.broker.last.Load(); last > seen {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := h.s.store.Scan(ctx, store.Filter{Types: []gym.EventType{gym.EventReset}, AfterSeq: seen},
+		err := h.s.store.Scan(ctx, store.Filter{Types: []gym.EventType{gym.EventReset}, AfterSeq: seen, Public: true},
 			func(ev *gym.Event) error {
 				h.mu.Lock()
 				e := h.entries[ev.Session]
@@ -415,7 +417,7 @@ func (e *mcpEntry) noTools() error {
 // served. e.mu is held.
 func (e *mcpEntry) syncLocked(ctx context.Context) error {
 	var last *gym.Event
-	err := e.s.store.Scan(ctx, store.Filter{Session: e.sess.ID, Types: []gym.EventType{gym.EventReset}, AfterSeq: e.resetSeq},
+	err := e.s.store.Scan(ctx, store.Filter{Session: e.sess.ID, Types: []gym.EventType{gym.EventReset}, AfterSeq: e.resetSeq, Public: true},
 		func(ev *gym.Event) error { last = ev; return nil })
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/server/store"
@@ -38,6 +39,10 @@ func decodeFrame(b []byte) (items []frameItem, batch bool) {
 	}
 	var raws []json.RawMessage
 	if err := json.Unmarshal(b, &raws); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return []frameItem{{err: wire.Errorf(wire.CodeParseError, "%s", syntaxProblem(b, se))}}, false
+		}
 		return []frameItem{{err: wire.Errorf(wire.CodeParseError, "not JSON: %v", err)}}, false
 	}
 	if len(raws) == 0 {
@@ -54,10 +59,18 @@ func decodeFrame(b []byte) (items []frameItem, batch bool) {
 }
 
 func decodeRequest(b []byte, r *wire.Request) *wire.Error {
+	if e := checkUTF8("the request", b); e != nil {
+		// Read on for the id, so that the client can tell which request
+		// was refused (encoding/json reads bad bytes as U+FFFD).
+		if json.Unmarshal(b, r) != nil || !utf8.Valid(r.ID) || !validID(r.ID) {
+			r.ID = nil
+		}
+		return e
+	}
 	if err := json.Unmarshal(b, r); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			return wire.Errorf(wire.CodeParseError, "not JSON at offset %d: check quoting and brackets", se.Offset)
+			return wire.Errorf(wire.CodeParseError, "%s", syntaxProblem(b, se))
 		}
 		return wire.Errorf(wire.CodeInvalidRequest, "not a JSON-RPC 2.0 request object: %v", err)
 	}
@@ -67,11 +80,50 @@ func decodeRequest(b []byte, r *wire.Request) *wire.Error {
 	if r.Method == "" {
 		return wire.Errorf(wire.CodeInvalidRequest, `"method" is missing: one of %s`, strings.Join(methods, ", "))
 	}
-	if len(r.ID) > 0 && r.ID[0] != '"' && (r.ID[0] < '0' || r.ID[0] > '9') && r.ID[0] != '-' && string(r.ID) != "null" {
+	if !validID(r.ID) {
 		r.ID = nil // not an id to echo: the answer has "id": null
 		return wire.Errorf(wire.CodeInvalidRequest, `"id" must be a string or a number`)
 	}
 	return nil
+}
+
+// validID says whether a request's raw id is one to echo: absent, a
+// string, a number or null.
+func validID(id json.RawMessage) bool {
+	return len(id) == 0 || id[0] == '"' || (id[0] >= '0' && id[0] <= '9') || id[0] == '-' || string(id) == "null"
+}
+
+// checkUTF8 refuses input that is not UTF-8 (encoding/json would read the
+// bad bytes as U+FFFD and go on), saying where the first bad byte is. what
+// names the input: "the request", "the body".
+func checkUTF8(what string, b []byte) *wire.Error {
+	if utf8.Valid(b) {
+		return nil
+	}
+	off := 0
+	for off < len(b) {
+		r, n := utf8.DecodeRune(b[off:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		off += n
+	}
+	return wire.Errorf(wire.CodeParseError, "%s is not UTF-8: byte 0x%02x at offset %d is not valid UTF-8; JSON-RPC messages must be UTF-8 text (binary data goes base64-encoded in an image or file part)",
+		what, b[off], off)
+}
+
+// maxJSONDepth is how deeply arrays and objects may nest in a document:
+// encoding/json's limit, past which it stops reading.
+const maxJSONDepth = 10000
+
+// syntaxProblem says what is wrong with b, where encoding/json reported se:
+// a document nested deeper than maxJSONDepth is "too deeply nested" (it is
+// well-formed, so "check quoting" would mislead), anything else is not JSON.
+func syntaxProblem(b []byte, se *json.SyntaxError) string {
+	if depthAt(b, se.Offset) >= maxJSONDepth {
+		return fmt.Sprintf("JSON too deeply nested at offset %d: arrays and objects may nest at most %d levels deep", se.Offset, maxJSONDepth)
+	}
+	return fmt.Sprintf("not JSON at offset %d: check quoting and brackets", se.Offset)
 }
 
 var methods = []string{
@@ -90,7 +142,7 @@ func params(method string, raw json.RawMessage, v any) *wire.Error {
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
-		return paramsError(method, err)
+		return paramsError(method, raw, err)
 	}
 	if d.More() {
 		return wire.Errorf(wire.CodeInvalidParams, "invalid params for %s: trailing data after the params object", method)
@@ -98,7 +150,8 @@ func params(method string, raw json.RawMessage, v any) *wire.Error {
 	return nil
 }
 
-func paramsError(method string, err error) *wire.Error {
+// paramsError describes err, from decoding raw as method's params.
+func paramsError(method string, raw []byte, err error) *wire.Error {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
 	switch {
@@ -107,7 +160,7 @@ func paramsError(method string, err error) *wire.Error {
 	case errors.As(err, &te):
 		return wire.Errorf(wire.CodeInvalidParams, "invalid params for %s: field %q is %s, want %s", method, te.Field, te.Value, jsonType(te.Type.Kind().String()))
 	case errors.As(err, &se):
-		return wire.Errorf(wire.CodeInvalidParams, "invalid params for %s: not JSON at offset %d", method, se.Offset)
+		return wire.Errorf(wire.CodeInvalidParams, "invalid params for %s: %s", method, syntaxProblem(raw, se))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		return wire.Errorf(wire.CodeInvalidParams, "invalid params for %s: %s (see env.describe and docs/protocol.md for the accepted fields)",
 			method, strings.TrimPrefix(err.Error(), "json: "))
@@ -311,7 +364,7 @@ func (s *Server) stepRaw(ctx context.Context, raw json.RawMessage) (any, *wire.E
 		raw = []byte("{}")
 	}
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, paramsError(wire.MethodSessionStep, err)
+		return nil, paramsError(wire.MethodSessionStep, raw, err)
 	}
 	var unknown string
 	topLevel(raw, func(key string, _ []byte) bool {
@@ -330,7 +383,7 @@ func (s *Server) stepRaw(ctx context.Context, raw json.RawMessage) (any, *wire.E
 		return nil, wire.Errorf(wire.CodeInvalidParams, `session.step needs "action": {"parts": [...]} (see env.describe for the kind's action schema)`)
 	}
 	if err := json.Unmarshal(p.Action, &a); err != nil {
-		e := paramsError(wire.MethodSessionStep, err)
+		e := paramsError(wire.MethodSessionStep, p.Action, err)
 		return nil, &wire.Error{Code: wire.CodeBadAction, Message: "the action is not an object {\"parts\": [...]}: " +
 			strings.TrimPrefix(e.Message, "invalid params for session.step: ") + " (env.describe gives the kind's action schema)"}
 	}
@@ -369,22 +422,15 @@ func (s *Server) replayStep(ctx context.Context, p wire.StepParams, orig *wire.E
 	if !bytes.Equal(a, b) {
 		return nil, wire.FromError(fmt.Errorf("%w: %q", gym.ErrStepIDReused, p.StepID))
 	}
-	res := gym.StepResult{Session: ev.Session, Episode: ev.Episode, Step: ev.Step, StepID: ev.StepID, Seq: ev.Seq,
-		Failure: ev.Failure, Replayed: true}
-	res.Terminated, res.Truncated = ev.Terminated, ev.Truncated
-	if ev.Observation != nil {
-		res.Observation = *ev.Observation
+	pub := ev.Public() // the answer goes to the agent
+	res := gym.StepResult{Session: pub.Session, Episode: pub.Episode, Step: pub.Step, StepID: pub.StepID, Seq: pub.Seq,
+		Failure: pub.Failure, Replayed: true}
+	res.Terminated, res.Truncated, res.Info = pub.Terminated, pub.Truncated, pub.Info
+	if pub.Observation != nil {
+		res.Observation = *pub.Observation
 	}
-	if ev.Reward != nil {
-		res.Reward = *ev.Reward
-	}
-	if len(ev.Info) > 0 {
-		res.Info = make(gym.Info, len(ev.Info))
-		for k, v := range ev.Info {
-			if k != "verifier" { // the verifier's details are never sent to the agent
-				res.Info[k] = v
-			}
-		}
+	if pub.Reward != nil {
+		res.Reward = *pub.Reward
 	}
 	return res, nil
 }
@@ -475,7 +521,8 @@ func (s *Server) resume(ctx context.Context, p wire.ResumeParams) (any, *wire.Er
 	if p.Limit <= 0 || p.Limit > wire.MaxResumeEvents {
 		p.Limit = wire.MaxResumeEvents
 	}
-	evs, err := s.store.Events(ctx, store.Filter{Session: p.Session, AfterSeq: p.AfterSeq, Limit: p.Limit + 1})
+	// Public: an agent holding the session id reads these.
+	evs, err := s.store.Events(ctx, store.Filter{Session: p.Session, AfterSeq: p.AfterSeq, Limit: p.Limit + 1, Public: true})
 	if err != nil {
 		return nil, wire.FromError(gym.InfraFault("store", err))
 	}

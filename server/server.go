@@ -10,6 +10,18 @@
 // finish, closes WebSockets with a close frame, closes every session (and so
 // every env) and flushes the store, all bounded by its ctx.
 //
+// What agents read back is filtered in one place: every stored event the
+// server sends (session.resume, events.subscribe replayed and live, GET
+// /v1/events and /v1/sessions/{id}/events, the resets MCP reads its tools
+// from, a replayed step's answer) is the event's gym.Event.Public form, so
+// that no agent sees the verifier's details (expected answers, hidden
+// tests) and replays them after a reset. The store keeps them for trainers
+// (`nextstate export --with-verifier`). A server that starts on a store
+// with sessions no server closed (its predecessor crashed or was killed)
+// records their close, reason gym.CloseServerRestart, before it admits a
+// session (restart.go). Frames and bodies must be UTF-8 JSON nested at most
+// 10000 levels deep; others are refused with a -32700 that says which.
+//
 // Off the step path the server also makes training signals (SignalsConfig,
 // signals.go): the store's commit hook hands every committed event to one
 // worker goroutine, which follows each session's episodes, submits each
@@ -178,6 +190,12 @@ func New(cfg Config) (*Server, error) {
 	if s.sig, err = newSignals(s, cfg.Signals, cfg.Suites); err != nil {
 		st.Close()
 		return nil, err
+	}
+	// Before the signals start (they follow this server's sessions only)
+	// and before any session is admitted.
+	if err := closeCutOff(st, s.log); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	mc := cfg.Sessions
 	mc.Recorder = st

@@ -21,6 +21,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/nextstate-rl/nextstate/gym"
+	"github.com/nextstate-rl/nextstate/rl"
 	"github.com/nextstate-rl/nextstate/server/store"
 	"github.com/nextstate-rl/nextstate/server/wire"
 )
@@ -309,13 +310,13 @@ func init() { gym.Register(panicKind{}) }
 
 const childDirEnv = "NEXTSTATE_SERVER_CHILD_DIR"
 
-// TestServerChild is the child process of TestKillNine: it serves on
+// TestServerChild is the child process of startChildServer: it serves on
 // 127.0.0.1:0, prints "addr <host:port>", and serves until it is killed (or
 // a minute passes).
 func TestServerChild(t *testing.T) {
 	dir := os.Getenv(childDirEnv)
 	if dir == "" {
-		t.Skip("runs only as the child of TestKillNine")
+		t.Skip("runs only as the child of startChildServer (TestKillNine, TestRestartClosesCutOffSessions)")
 	}
 	srv, err := New(Config{DataDir: dir, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -336,49 +337,7 @@ func TestServerChild(t *testing.T) {
 // TestKillNine kills -9 a server process after some acknowledged steps and
 // finds every one of them in its store.
 func TestKillNine(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a child process")
-	}
-	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestServerChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), childDirEnv+"="+dir)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	killed := false
-	defer func() {
-		if !killed {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	}()
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if a, ok := strings.CutPrefix(sc.Text(), "addr "); ok {
-				addr <- a
-			}
-		}
-		close(addr)
-	}()
-	var host string
-	select {
-	case a, ok := <-addr:
-		if !ok {
-			t.Fatal("the child exited without serving")
-		}
-		host = a
-	case <-time.After(waitTimeout):
-		t.Fatal("the child did not print its address")
-	}
-
-	c := dialWS(t, "ws://"+host+"/v1/ws", nil)
+	dir, c, kill := startChildServer(t)
 	s := c.create(gym.CreateRequest{Env: "echo-v1"}).Session
 	acked := map[string]string{}
 	for i := range 20 {
@@ -391,15 +350,7 @@ func TestKillNine(t *testing.T) {
 	for i := range 20 {
 		c.send(wire.MethodSessionStep, stepArgs(s, fmt.Sprint("u", i), "unacknowledged"))
 	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	killed = true
-	werr := cmd.Wait()
-	var ee *exec.ExitError
-	if !errors.As(werr, &ee) || ee.ExitCode() != -1 {
-		t.Fatalf("the child ended with %v, want killed by a signal", werr)
-	}
+	kill()
 
 	st, err := store.Open(dir, store.Options{})
 	if err != nil {
@@ -418,6 +369,124 @@ func TestKillNine(t *testing.T) {
 	}
 	if !slices.ContainsFunc(steps, func(ev gym.Event) bool { return ev.StepID == "k19" }) {
 		t.Error("the last acknowledged step is missing")
+	}
+}
+
+// startChildServer starts TestServerChild on a fresh store and returns the
+// store's directory, a connection to it, and a func that kills it with
+// SIGKILL and waits for it to die. It skips in -short mode.
+func startChildServer(t *testing.T) (dir string, c *wsClient, kill func()) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	dir = t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestServerChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), childDirEnv+"="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	t.Cleanup(func() {
+		if !killed {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "addr "); ok {
+				addr <- a
+			}
+		}
+		close(addr)
+	}()
+	select {
+	case host, ok := <-addr:
+		if !ok {
+			t.Fatal("the child exited without serving")
+		}
+		c = dialWS(t, "ws://"+host+"/v1/ws", nil)
+	case <-time.After(waitTimeout):
+		t.Fatal("the child did not print its address")
+	}
+	return dir, c, func() {
+		t.Helper()
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		killed = true
+		werr := cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(werr, &ee) || ee.ExitCode() != -1 {
+			t.Fatalf("the child ended with %v, want killed by a signal", werr)
+		}
+	}
+}
+
+// TestRestartClosesCutOffSessions kills -9 a server with a session in the
+// middle of an episode, and one already closed, then starts a server on
+// the same store: the cut-off session gets a session.closed with reason
+// server_restart (an infra failure), which a client resuming or
+// subscribing sees; the closed one gets nothing more; and a further restart
+// adds no second close.
+func TestRestartClosesCutOffSessions(t *testing.T) {
+	dir, c, kill := startChildServer(t)
+	cut := c.create(gym.CreateRequest{TaskID: "guess-1-100", Seed: 3, Run: "restart"})
+	c.step(cut.Session, "g1", "1")
+	done := c.create(gym.CreateRequest{Env: "echo-v1", Run: "restart"}).Session
+	c.mustCall(wire.MethodSessionClose, wire.CloseParams{Session: done}, nil)
+	kill()
+
+	ts := startServer(t, func(cfg *Config) { cfg.DataDir = dir })
+	a := ts.dial()
+	var res wire.ResumeResult
+	a.mustCall(wire.MethodSessionResume, wire.ResumeParams{Session: cut.Session}, &res)
+	last := res.Events[len(res.Events)-1]
+	if res.Live || last.Type != gym.EventSessionClosed || last.Reason != gym.CloseServerRestart || last.Episode != 1 ||
+		last.Task != "guess-1-100" || last.Run != "restart" || last.Failure == nil || last.Failure.Fault != gym.FaultInfra ||
+		!strings.Contains(last.Failure.Message, "restarted") {
+		t.Fatalf("resume after the restart: live %v, last event %+v; want session.closed, reason server_restart, infra", res.Live, last)
+	}
+	var sr wire.SubscribeResult
+	a.mustCall(wire.MethodEventsSubscribe, wire.SubscribeParams{Run: "restart", Types: []gym.EventType{gym.EventSessionClosed}}, &sr)
+	reasons := map[string]string{}
+	for len(reasons) < 2 {
+		n := a.next().event()
+		if n == nil {
+			t.Fatal("want session.closed events")
+		}
+		if _, dup := reasons[n.Event.Session]; dup {
+			t.Fatalf("session %s closed twice", n.Event.Session)
+		}
+		reasons[n.Event.Session] = n.Event.Reason
+	}
+	if reasons[cut.Session] != gym.CloseServerRestart || reasons[done] != gym.CloseClient {
+		t.Errorf("close reasons %v, want %s server_restart and %s client", reasons, cut.Session, done)
+	}
+	// The cut-off session stays closed: stepping it is refused, and a
+	// retried step id is answered from the record.
+	wantCode(t, a.callErr(wire.MethodSessionStep, stepArgs(cut.Session, "", "50")), wire.CodeUnknownSession)
+	if r := a.step(cut.Session, "g1", "1"); !r.Replayed {
+		t.Errorf("a retried step of the cut-off session answered %+v, want the recorded answer", r)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	if err := ts.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again := startServer(t, func(cfg *Config) { cfg.DataDir = dir })
+	closed, err := again.Store().Events(t.Context(), store.Filter{Run: "restart", Types: []gym.EventType{gym.EventSessionClosed}})
+	if err != nil || len(closed) != 2 {
+		t.Errorf("after a second restart: %d session.closed events (%v), want 2", len(closed), err)
 	}
 }
 
@@ -468,4 +537,26 @@ func TestShutdownWhileBusy(t *testing.T) {
 	}
 	defer st.Close()
 	checkStepsStored(t, st, acked)
+}
+
+// TestServerRestartCloseEndsEpisode: the signals follower ends an episode
+// at a server_restart close, as a trajectory cut off by the
+// infrastructure (aborted, masked out of training), instead of waiting for
+// a step that will never come.
+func TestServerRestartCloseEndsEpisode(t *testing.T) {
+	ts := startServer(t)
+	a := ts.dial()
+	sess := a.create(gym.CreateRequest{Env: "echo-v1"}).Session
+	a.step(sess, "e1", "hello")
+	// What a restarted server records for a session its predecessor left
+	// open, here appended under a follower that has the episode open.
+	err := ts.Store().Append(t.Context(), &gym.Event{Type: gym.EventSessionClosed, Time: time.Now(), Session: sess, Env: "echo-v1",
+		Episode: 1, Reason: gym.CloseServerRestart})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ts.waitSamples(sess)
+	if len(s) != 1 || s[0].Status != rl.StatusAborted || !s[0].RemoveSample {
+		t.Fatalf("samples of an episode closed by a server restart: %+v; want one, aborted and removed", s)
+	}
 }

@@ -529,12 +529,13 @@ func outcomeOf(ev *gym.Event) rl.Outcome {
 
 // closedOutcome is the outcome of an episode its session's close cut off:
 // truncated; the infrastructure's fault when the env failed or the server
-// shut down, the agent's when it closed the session or left it idle.
+// shut down or died (server_restart), the agent's when it closed the
+// session or left it idle.
 func closedOutcome(ev *gym.Event) rl.Outcome {
 	o := rl.Outcome{Truncated: true, Failure: ev.Failure}
 	if o.Failure == nil {
 		switch ev.Reason {
-		case gym.CloseShutdown, gym.CloseInfra, gym.CloseCreate:
+		case gym.CloseShutdown, gym.CloseInfra, gym.CloseCreate, gym.CloseServerRestart:
 			o.Failure = &gym.Failure{Fault: gym.FaultInfra, Reason: ev.Reason, Message: "the session closed before the episode ended: " + ev.Reason}
 		}
 	}

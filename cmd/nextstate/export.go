@@ -13,6 +13,7 @@ import (
 
 func newExport() *cobra.Command {
 	var dataDir, format, out string
+	var withVerifier bool
 	var f store.Filter
 	var types []string
 	c := &cobra.Command{
@@ -22,12 +23,20 @@ func newExport() *cobra.Command {
 episode (steps with actions, next states, rewards and late rewards); --format events
 gives every raw event; --format samples gives every training sample (one per trained
 turn, slime's Sample fields, with its "offset"; --after-seq is then an offset). See
-docs/formats.md. The store may be in use by a running server.`,
+docs/formats.md. The store may be in use by a running server.
+
+The trajectories and events are written as an agent may see them: without the
+verifier's details (a verified step's info.verifier, the info of the verifier's
+reward events), which hold expected answers and hidden tests. An agent trained on
+an export that had them could learn the answers instead of the task. Trainers and
+analyses that need them pass --with-verifier; such an export must not reach the
+agent. Rewards are in both.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, t := range types {
 				f.Types = append(f.Types, gym.EventType(t))
 			}
+			f.Public = !withVerifier
 			st, err := store.OpenReadOnly(dataDir)
 			if err != nil {
 				return err
@@ -60,5 +69,6 @@ docs/formats.md. The store may be in use by a running server.`,
 	fl.Int64Var(&f.AfterSeq, "after-seq", 0, "only events after this seq (samples: after this offset)")
 	fl.StringSliceVar(&types, "type", nil, "only these event types (events format)")
 	fl.BoolVar(&f.ReadBlobs, "inline-blobs", false, "put blob contents back inline")
+	fl.BoolVar(&withVerifier, "with-verifier", false, "keep the verifier's details (info.verifier, the verifier's reward info): for trainers, never for agents")
 	return c
 }

@@ -89,9 +89,14 @@ type LateReward struct {
 // left out, not cut); Limit is the most episodes written; Types is ignored;
 // ReadBlobs inlines blob data one episode at a time.
 //
+// Both event formats honour f.Public: with it the export holds what an
+// agent may see (gym.Event.Public: no verifier details in steps' info or in
+// the verifier's late rewards); without it, everything as stored, for
+// trainers.
+//
 // For samples, Run, Env, Task and Session select; AfterSeq is a sample
-// offset (those after it are written); Limit is the most samples; Types
-// and ReadBlobs are ignored.
+// offset (those after it are written); Limit is the most samples; Types,
+// ReadBlobs and Public are ignored.
 func (s *Store) Export(ctx context.Context, w io.Writer, f Filter, format string) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	enc := json.NewEncoder(bw)
@@ -132,7 +137,7 @@ func (s *Store) exportEpisodes(ctx context.Context, enc *json.Encoder, f Filter)
 		}
 		b := newEpisodeBuilder()
 		// Blobs are read per episode as it is written, not per session.
-		sf := Filter{Session: sess, AfterSeq: f.AfterSeq}
+		sf := Filter{Session: sess, AfterSeq: f.AfterSeq, Public: f.Public}
 		err := s.scanUpTo(ctx, sf, upto, func(ev *gym.Event) error {
 			b.add(ev)
 			return nil

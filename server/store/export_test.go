@@ -175,3 +175,40 @@ func TestExportBadFormat(t *testing.T) {
 		t.Fatalf("Export csv = %v", err)
 	}
 }
+
+// TestExportPublic exports with and without the verifier's details: a
+// public export (Filter.Public, what `nextstate export` writes by default)
+// holds none of them in any format, a private one keeps them all.
+func TestExportPublic(t *testing.T) {
+	const secret = "hidden-test-answer-42"
+	s := openT(t, t.TempDir(), Options{})
+	step := stepEv("s1", 1, 1, "a", 1)
+	step.Terminated = true
+	step.Info = gym.Info{"reward_source": "verifier", "verifier": gym.Info{"expected": secret}}
+	late := rewardEv("s1", 1, "a", "verifier:tests", 1)
+	late.Info = gym.Info{"failed": []string{"test_" + secret}}
+	judge := rewardEv("s1", 1, "a", "judge:prm", 0.5)
+	judge.Info = gym.Info{"hint": "fine"}
+	appendT(t, s, resetEv("s1", 1), step, late, judge)
+	for _, format := range []string{FormatTrajectories, FormatEvents} {
+		for _, public := range []bool{true, false} {
+			var buf bytes.Buffer
+			if err := s.Export(context.Background(), &buf, Filter{Public: public}, format); err != nil {
+				t.Fatal(err)
+			}
+			out := buf.String()
+			if has := strings.Contains(out, secret); has == public {
+				t.Errorf("%s export, public %v: holds the verifier's details %v:\n%s", format, public, has, out)
+			}
+			for _, keep := range []string{`"reward_source":"verifier"`, `"hint":"fine"`, `"source":"verifier:tests"`} {
+				if !strings.Contains(out, keep) {
+					t.Errorf("%s export, public %v: lacks %s:\n%s", format, public, keep, out)
+				}
+			}
+		}
+	}
+	evs, err := s.Events(context.Background(), Filter{Public: true, Types: []gym.EventType{gym.EventStep}})
+	if err != nil || len(evs) != 1 || evs[0].Info["verifier"] != nil || evs[0].Info["reward_source"] != "verifier" {
+		t.Errorf("Events with Public: %+v, %v; want the step without info.verifier", evs, err)
+	}
+}

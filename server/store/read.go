@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/nextstate-rl/nextstate/gym"
@@ -29,6 +30,10 @@ type Filter struct {
 	// ReadBlobs puts blob data back inline in the events returned (see
 	// Store.Inline).
 	ReadBlobs bool
+	// Public passes every event read through gym.Event.Public, which takes
+	// the verifier's details out: for reads whose events go to agents. The
+	// zero value reads events as stored.
+	Public bool
 }
 
 // scanPage is how many rows one read transaction fetches; Scan keeps no read
@@ -91,6 +96,9 @@ func (s *Store) scanUpTo(ctx context.Context, f Filter, upto int64, fn func(*gym
 			return err
 		}
 		for _, ev := range page {
+			if f.Public {
+				*ev = ev.Public()
+			}
 			if f.ReadBlobs {
 				if err := s.Inline(ev); err != nil {
 					return err
@@ -111,23 +119,7 @@ func (s *Store) scanUpTo(ctx context.Context, f Filter, upto int64, fn func(*gym
 
 func (s *Store) readPage(ctx context.Context, f Filter, upto int64, n int, out []*gym.Event) ([]*gym.Event, error) {
 	where, args := f.where(upto, true)
-	rows, err := s.rdb.QueryContext(ctx, "SELECT seq, body FROM events WHERE "+where+" ORDER BY seq LIMIT ?",
-		append(args, n)...)
-	if err != nil {
-		return nil, s.readErr(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		ev, err := scanEvent(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ev)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.readErr(err)
-	}
-	return out, nil
+	return s.readEvents(ctx, out, "SELECT seq, body FROM events WHERE "+where+" ORDER BY seq LIMIT ?", append(args, n)...)
 }
 
 func scanEvent(rows interface{ Scan(...any) error }) (*gym.Event, error) {
@@ -195,4 +187,81 @@ func (s *Store) StepEvent(ctx context.Context, session, stepID string) (*gym.Eve
 		return nil, false, err
 	}
 	return ev, true, nil
+}
+
+// unclosedQuery is Unclosed's: a loose scan of the session index (each step
+// finds the next session id), each session's last event by its seq, and,
+// only when that one is not its close (CASE keeps the order), the session's
+// events from the last back to its close, if any.
+const unclosedQuery = `
+	WITH RECURSIVE ids(session) AS (
+		SELECT min(session) FROM events
+		UNION ALL
+		SELECT (SELECT min(session) FROM events WHERE session > ids.session) FROM ids WHERE ids.session IS NOT NULL
+	)
+	SELECT e.seq, e.body FROM ids
+	JOIN events e ON e.seq = (SELECT max(seq) FROM events WHERE session = ids.session)
+	WHERE ids.session IS NOT NULL AND CASE WHEN e.type = ?1 THEN 0
+		ELSE (SELECT 1 FROM events c WHERE c.session = ids.session AND c.type = ?1 ORDER BY c.seq DESC LIMIT 1) IS NULL END`
+
+// Unclosed returns the last event of every session that has events but no
+// session.closed event, in the order of the sessions' ids: the last but
+// late rewards (which may be for an earlier episode), unless it has only
+// rewards. Only one Store writes a directory at a time, so when a server opens
+// its store such sessions belong to a server that stopped without closing
+// them (a crash, kill -9, power loss); the server records their close.
+//
+// It does not read the whole table: it walks the session index one
+// session at a time, looks at each session's last event, and reads a
+// session's other events only when the last is not its close (late rewards
+// may follow a close).
+func (s *Store) Unclosed(ctx context.Context) ([]gym.Event, error) {
+	if s.isClosing() {
+		return nil, ErrClosed
+	}
+	last, err := s.readEvents(ctx, nil, unclosedQuery, string(gym.EventSessionClosed))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]gym.Event, len(last))
+	for i, ev := range last {
+		out[i] = *ev
+	}
+	for i := range out {
+		if out[i].Type != gym.EventReward {
+			continue
+		}
+		// A late reward may be for an earlier episode: the session's
+		// state is its last own event.
+		evs, err := s.readEvents(ctx, nil, "SELECT seq, body FROM events WHERE session = ? AND type != ? ORDER BY seq DESC LIMIT 1",
+			out[i].Session, string(gym.EventReward))
+		if err != nil {
+			return nil, err
+		}
+		if len(evs) == 1 { // else rewards only: keep the last
+			out[i] = *evs[0]
+		}
+	}
+	slices.SortFunc(out, func(a, b gym.Event) int { return strings.Compare(a.Session, b.Session) })
+	return out, nil
+}
+
+// readEvents runs a query of (seq, body) rows and appends its events to out.
+func (s *Store) readEvents(ctx context.Context, out []*gym.Event, query string, args ...any) ([]*gym.Event, error) {
+	rows, err := s.rdb.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, s.readErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		ev, err := scanEvent(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr(err)
+	}
+	return out, nil
 }

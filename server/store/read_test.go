@@ -153,4 +153,48 @@ func TestQueryPlans(t *testing.T) {
 	if !strings.Contains(got, "USING INDEX events_session (session=?)") || strings.Contains(got, "TEMP B-TREE") {
 		t.Errorf("StepEvent plan: %s", got)
 	}
+	// Unclosed reads by index only: no scan of the table, nor of an index.
+	got = plan(unclosedQuery, string(gym.EventSessionClosed))
+	for _, step := range strings.Split(got, "; ") {
+		if strings.HasPrefix(step, "SCAN ") && step != "SCAN ids" || strings.Contains(step, "TEMP B-TREE") {
+			t.Errorf("Unclosed plan has %q: %s", step, got)
+		}
+	}
+}
+
+// TestUnclosed finds the sessions a dead server left open: those with
+// events and no session.closed, however many late rewards follow a close.
+func TestUnclosed(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{})
+	ctx := context.Background()
+	if evs, err := s.Unclosed(ctx); err != nil || len(evs) != 0 {
+		t.Fatalf("an empty store: Unclosed = %v, %v; want none", evs, err)
+	}
+	closed := func(session string, episode int) *gym.Event {
+		return &gym.Event{Type: gym.EventSessionClosed, Session: session, Run: "run-" + session[:1], Env: "echo-v1",
+			Episode: episode, Reason: gym.CloseClient}
+	}
+	appendT(t, s,
+		resetEv("a1", 1), stepEv("a1", 1, 1, "x", 0), closed("a1", 1), // closed last
+		resetEv("b1", 1), stepEv("b1", 1, 1, "x", 0), // cut off after a step
+		resetEv("c1", 1), stepEv("c1", 1, 1, "x", 0), closed("c1", 1),
+		rewardEv("c1", 1, "x", "judge:prm", 1), rewardEv("c1", 1, "x", "judge:prm", 0), // rewards after the close
+		resetEv("d1", 1), resetEv("d1", 2), rewardEv("d1", 1, "", "human", 1), // cut off in episode 2, a reward for 1 last
+		&gym.Event{Type: gym.EventSessionCreated, Session: "e1", Env: "echo-v1"}, // cut off before its first reset
+	)
+	evs, err := s.Unclosed(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range evs {
+		got = append(got, fmt.Sprintf("%s:%s:%d", ev.Session, ev.Type, ev.Episode))
+	}
+	if want := []string{"b1:step:1", "d1:reset:2", "e1:session.created:0"}; !slices.Equal(got, want) {
+		t.Errorf("Unclosed = %v, want each cut-off session's last event but late rewards %v", got, want)
+	}
+	appendT(t, s, closed("b1", 1), closed("d1", 2), closed("e1", 0))
+	if evs, err := s.Unclosed(ctx); err != nil || len(evs) != 0 {
+		t.Errorf("after their closes: Unclosed = %v, %v; want none", evs, err)
+	}
 }

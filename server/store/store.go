@@ -3,7 +3,10 @@
 // and next state, late rewards, session closes), kept in one directory with
 // no daemon to run. A *Store is the gym.Recorder the server hands to its
 // sessions, and the source that live subscribers, resuming clients and
-// exports read from.
+// exports read from. Reads return events as stored, the verifier's details
+// included; with Filter.Public they return what an agent may see
+// (gym.Event.Public), as every read that answers an agent must. Unclosed
+// finds the sessions a dead server left open, for the next one to close.
 //
 // # Layout on disk
 //
