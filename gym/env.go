@@ -48,9 +48,14 @@ type Kind interface {
 // terminating step. Its reward replaces the step's reward (info
 // "reward_source" is "verifier"); its info is recorded in the step event
 // under InfoVerifier ("verifier") but never sent to the agent: not in the
-// step's answer, nor in any event read back (Event.Public). A Verify error
-// truncates the episode with an infrastructure failure: the outcome is
-// unknown, not failed.
+// step's answer, nor in any event read back (Event.Public). A Verify
+// error labelled AgentFault (the agent broke what the verifier needs, or
+// left work over a limit) fails the episode: it stays terminated, with
+// reward 0 and that failure, and counts in scores and training as any
+// failed episode does. Any other Verify error truncates the episode with
+// an infrastructure failure: the outcome is unknown, not failed. Only what
+// the agent could not have caused may be the latter (docs/architecture.md,
+// Whose fault).
 type Verifier interface {
 	Verify(ctx context.Context) (reward float64, info Info, err error)
 }

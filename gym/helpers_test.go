@@ -20,7 +20,8 @@ import (
 //	panic   panic
 //	infra   fail with an infrastructure fault (sandbox_died)
 //	agent   fail with the agent's fault (bad_command)
-//	end     terminate; the verifier runs (fails if Options["verify_err"])
+//	end     terminate; the verifier runs (fails if Options["verify_err"],
+//	        as the agent's fault if Options["verify_agent_err"])
 //	else    echo the text
 //
 // Reset fails when Options["fail_reset"] is set.
@@ -81,6 +82,9 @@ func (e *scriptEnv) Step(ctx context.Context, a gym.Action) (gym.Transition, err
 func (e *scriptEnv) Verify(context.Context) (float64, gym.Info, error) {
 	if e.opts["verify_err"] != nil {
 		return 0, nil, errors.New("the hidden tests did not run")
+	}
+	if e.opts["verify_agent_err"] != nil {
+		return 0, nil, gym.AgentFault("verifier_environment_broken", errors.New("the agent removed what the tests read"))
 	}
 	return 0.75, gym.Info{"checked": true}, nil
 }

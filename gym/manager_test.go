@@ -306,6 +306,19 @@ func TestVerifier(t *testing.T) {
 	if res.Terminated || !res.Truncated || res.Failure == nil || res.Failure.Fault != gym.FaultInfra || res.Failure.Reason != "verifier" {
 		t.Errorf("failing verifier: %+v, want truncated with an infra failure", res)
 	}
+
+	// A verifier that says the agent broke what it needs fails the
+	// episode: terminated, reward 0, the agent's fault.
+	s = create(t, m, gym.CreateRequest{Env: scriptName, Options: gym.Options{"verify_agent_err": true}})
+	res = step(t, s, "end")
+	if !res.Terminated || res.Truncated || res.Reward != 0 || res.Failure == nil || res.Failure.Fault != gym.FaultAgent ||
+		res.Failure.Reason != "verifier_environment_broken" || res.Info["reward_source"] != "verifier" {
+		t.Errorf("verifier blaming the agent: %+v, want terminated, reward 0, an agent failure", res)
+	}
+	evs = mem.Session(s.ID)
+	if v, _ := evs[len(evs)-1].Info["verifier"].(gym.Info); v["reason"] != "verifier_environment_broken" {
+		t.Errorf("recorded verifier info %v", evs[len(evs)-1].Info["verifier"])
+	}
 }
 
 func TestGuessVerifier(t *testing.T) {

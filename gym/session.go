@@ -328,6 +328,17 @@ func (s *Session) verify(ctx context.Context, v Verifier, res *StepResult) {
 		reward, info, err = v.Verify(vctx)
 		return Observation{}, nil, err
 	})
+	var fe *FaultError
+	if errors.As(err, &fe) && fe.Fault == FaultAgent {
+		// The agent left nothing the verifier could judge (it broke what
+		// the verifier needs, or its work is over a limit): a failed
+		// episode, scored as one.
+		res.Failure = FailureOf(err)
+		res.Reward = 0
+		res.Info = withInfo(res.Info, InfoVerifier, Info{"error": err.Error(), "reason": fe.Reason})
+		res.Info["reward_source"] = SourceVerifier
+		return
+	}
 	if err != nil {
 		// The verdict is unknown: the episode is cut off, not failed.
 		res.Failure = FailureOf(InfraFault("verifier", err))

@@ -64,6 +64,7 @@ type episode struct {
 	problem problem
 	opts    options
 	final   *string // the message that ended the episode
+	ran     bool    // the agent's code has run in the sandbox
 }
 
 // begin starts the interpreter in session mode.
@@ -141,10 +142,35 @@ func (e *episode) Call(ctx context.Context, name string, args json.RawMessage) (
 			timeout = max(left, 100*time.Millisecond)
 		}
 	}
+	ran := e.ran
+	e.ran = true
+	var res toolcall.Result
+	var err error
 	if e.opts.mode == ModeSession {
-		return e.runSession(ctx, code, timeout)
+		res, err = e.runSession(ctx, code, timeout)
+	} else {
+		res, err = e.runOnce(ctx, code, timeout)
 	}
-	return e.runOnce(ctx, code, timeout)
+	if err != nil && ran {
+		err = e.blame(err)
+	}
+	return res, err
+}
+
+// blame labels a failure of the interpreter after the agent's code has run
+// in the sandbox: while the sandbox lives (nothing inside can end it), an
+// interpreter that is gone or will not start is the agent's doing (its
+// code removed python3, say), answered as the call's error; a sandbox that
+// died, and a deadline, stay as they are.
+func (e *episode) blame(err error) error {
+	var fe *gym.FaultError
+	if !errors.As(err, &fe) || fe.Fault != gym.FaultInfra || fe.Reason == "sandbox_died" || fe.Reason == "sandbox_closed" {
+		return err
+	}
+	if v, ok := e.box.sb.(sandbox.Validator); ok && !v.IsValid() {
+		return err
+	}
+	return toolcall.Errorf("Error: the Python interpreter is not available (code that ran before in this sandbox may have broken it): %v", fe.Err)
 }
 
 // runOnce runs the code in a fresh python3 process.
