@@ -253,14 +253,14 @@ func kindSettings(f serveFlags) (gym.Settings, error) {
 		}
 		s[k] = v
 	}
-	hideFromSandboxes(s, append([]string{f.dataDir, f.miniwobDir}, f.suites...)...)
+	hideFromSandboxes(s, append([]string{f.dataDir, f.miniwobDir, f.tokenFile}, f.suites...)...)
 	return s, nil
 }
 
-// hideFromSandboxes adds paths (the served task folders, the store) to
-// the "sandbox.hide" setting, which keeps them out of every sandbox's view
-// of the host (package envs/internal/sbopen; bwrap masks them). A path
-// given with --set sandbox.hide stays.
+// hideFromSandboxes adds paths (the served task folders, the store, the
+// token file) to the "sandbox.hide" setting, which keeps them out of every
+// sandbox's view of the host (package envs/internal/sbopen; bwrap masks
+// them). A path given with --set sandbox.hide stays.
 func hideFromSandboxes(s gym.Settings, paths ...string) {
 	list := filepath.SplitList(s["sandbox.hide"])
 	for _, p := range paths {
