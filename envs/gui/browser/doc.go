@@ -31,12 +31,52 @@
 // context, so pages of one process share no cookies, storage or cache.
 // The binary is Options.ExecPath (default /usr/bin/chromium-headless-shell,
 // Debian's chromium-headless-shell; a one-line launcher script such as
-// Debian's is resolved to the binary it runs, so that the process the pool
-// starts is the browser). Flags: headless, no GPU, no background work or
-// throttling, no smooth scrolling, hidden scrollbars, muted audio, no
-// network beyond loopback (host resolver rules), and --no-sandbox when
-// running as root, where Chromium's sandbox cannot work; Options.Flags adds
-// more.
+// Debian's is resolved to the binary it runs, so that no shell stands
+// between the pool and the browser). Flags: headless, no GPU, no
+// background work or throttling, no smooth scrolling, hidden scrollbars,
+// muted audio, no network beyond loopback (host resolver rules), and
+// --no-sandbox under bwrap (below) or as root, where Chromium's own
+// sandbox cannot work; Options.Flags adds more.
+//
+// # The sandbox
+//
+// With Options.Sandbox "bwrap" (and "auto", the default, wherever bwrap
+// works; web-v1's setting "web.sandbox") every process of a browser runs
+// confined (package envs/gui/internal/confine): bwrap starts the browser,
+// and its helpers (zygote, renderers, utility processes) are its
+// children inside. What they see is exactly:
+//
+//   - the host's system directories read-only: /usr, /bin, /sbin, /lib*,
+//     /etc and /opt (the browser, its libraries, fonts, configuration),
+//     with the host's secrets (/etc/shadow and gshadow, SSH host keys, TLS
+//     private keys, docker's and kubernetes' configuration) and
+//     Options.Hide (the gym setting "sandbox.hide": the served task
+//     folders, the store) masked; of /var only dpkg's database and the
+//     font caches, and an empty /var/tmp (bwrap.SystemArgs);
+//   - the browser's own profile directory (--user-data-dir), writable, at
+//     its host path, which is also its HOME and working directory: not
+//     the other browsers' profiles;
+//   - its own /proc (/proc/sys read-only), a minimal /dev with /dev/shm,
+//     and empty /tmp and /run;
+//
+// and nothing else: not the host's /root or /home, the project's
+// checkout, /run with the docker socket, /var/lib/docker, or the server's
+// state (a file: URL of any of them finds nothing). The root is
+// read-only. The processes run as uid and gid 1000 in a user namespace of
+// their own (the server's user outside), with no capabilities and no new
+// privileges, unable to make further user namespaces where bwrap 0.8 and
+// the kernel allow that, in new PID, IPC, UTS and cgroup namespaces and a
+// session of their own, with a clean environment (HOME, PATH, TMPDIR,
+// LANG: not the server's), and die with the pool's process. They share the host's network namespace, so that
+// pages load from the env's server on loopback (DevTools itself runs over
+// a pipe, which passes through bwrap, and opens no port); what listens on
+// the host's loopback, or on its abstract unix sockets, is reachable by
+// the pages the browser loads, which are the env's own.
+//
+// With "none" the browser runs UNSANDBOXED, as the server's user (root,
+// if the server is root), reading every file that user can, with the
+// server's environment; "auto" falls back to it, with a warning, only
+// where bwrap cannot run.
 //
 // A browser that dies (its process killed or crashed: the DevTools pipe
 // closes) is dropped from the pool and its process group and profile are
@@ -53,11 +93,14 @@
 // to <temp>/nextstate-browsers), where the owner is a lease on the process
 // that made the pool (sandbox.NewOwnerID, as sandboxes use), in its own
 // process group, and is killed with the process that started it
-// (Pdeathsig). NewPool first runs Reap: it kills the browsers (their
-// process groups) and removes the profiles of every owner whose process
-// has ended, so what a crashed server left is collected when the next one
-// starts. Close kills every browser's process group and removes the
-// profiles and the owner directory. Leftovers lists what is left of this
+// (Pdeathsig). Under bwrap the process the pool starts (and PIDs lists)
+// is bwrap, whose command line carries the same flag; killing it ends
+// the browser's whole PID namespace. NewPool first runs Reap: it kills
+// the browsers (their process groups, bwrap's too) and removes the
+// profiles of every owner whose process has ended, so what a crashed
+// server left is collected when the next one starts. Close kills every
+// browser's process group and removes the profiles and the owner
+// directory. Leftovers lists what is left of this
 // process's pools, for leak checks after tests.
 //
 // # Pages

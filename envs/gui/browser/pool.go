@@ -19,6 +19,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/nextstate-rl/nextstate/envs/gui/internal/confine"
 	"github.com/nextstate-rl/nextstate/sandbox"
 )
 
@@ -57,6 +58,15 @@ type Options struct {
 	Owner string
 	// StartTimeout bounds a browser's start. Default 30s.
 	StartTimeout time.Duration
+	// Sandbox confines the browser's processes: "bwrap" (package confine:
+	// no capabilities, the host's system directories read-only, its own
+	// profile directory and /tmp, nothing else of the host), "none" (the
+	// server's user, the host's files), or "auto" and "" (the default:
+	// bwrap where it works, else none with a warning).
+	Sandbox string
+	// Hide are host paths the sandbox masks besides the host's secrets
+	// (the "sandbox.hide" setting: task folders, the store).
+	Hide []string
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -130,6 +140,11 @@ func NewPool(opts Options) (*Pool, error) {
 	} else if k+r > 0 {
 		log.Info("browser: reaped the browsers of ended processes", "killed", k, "dirs", r)
 	}
+	mode, err := confine.Mode(opts.Sandbox, "browsers", opts.Hide)
+	if err != nil {
+		return nil, fmt.Errorf("browser: %w", err)
+	}
+	opts.Sandbox = mode
 	p := &Pool{opts: opts, dir: filepath.Join(opts.Dir, opts.Owner), log: log, exec: resolveExec(opts.ExecPath)}
 	p.flags = p.allocatorOptions()
 	return p, nil
@@ -201,8 +216,10 @@ func (p *Pool) Owner() string { return p.opts.Owner }
 
 // allocatorOptions are the browser's flags: headless, no GPU, no
 // background work, no smooth scrolling or caret blink (a screenshot shows
-// a settled page), no network beyond loopback, and --no-sandbox as root
-// (Chromium's sandbox needs user namespaces it cannot have there).
+// a settled page), no network beyond loopback, and --no-sandbox in the
+// bwrap sandbox (which confines every process of the browser, and lets
+// none make the user namespaces Chromium's own sandbox needs) or as root
+// (where Chromium's sandbox cannot work).
 func (p *Pool) allocatorOptions() []chromedp.ExecAllocatorOption {
 	o := append([]chromedp.ExecAllocatorOption{}, chromedp.DefaultExecAllocatorOptions[:]...)
 	o = append(o,
@@ -218,7 +235,7 @@ func (p *Pool) allocatorOptions() []chromedp.ExecAllocatorOption {
 		chromedp.Flag("disable-domain-reliability", true),
 		chromedp.Flag("no-pings", true),
 	)
-	if os.Getuid() == 0 {
+	if os.Getuid() == 0 || p.opts.Sandbox == confine.Bwrap {
 		o = append(o, chromedp.NoSandbox)
 	}
 	for _, f := range p.opts.Flags {
@@ -401,11 +418,25 @@ func (b *instance) start() {
 		b.fail(fmt.Errorf("browser: making the profile directory: %w", err))
 		return
 	}
+	var wrap []string
+	if p.opts.Sandbox == confine.Bwrap {
+		var err error
+		if wrap, err = confine.Command(browserSpec(p.opts.Hide, b.dir)); err != nil {
+			b.fail(fmt.Errorf("browser: %w", err))
+			return
+		}
+	}
 	opts := append(append([]chromedp.ExecAllocatorOption{}, p.flags...),
 		chromedp.UserDataDir(b.dir),
 		chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
 			// Its own process group, killed as one; and killed with us.
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+			if wrap != nil {
+				// bwrap runs the browser; the DevTools pipes (fds 3
+				// and 4) pass through it.
+				cmd.Path = wrap[0]
+				cmd.Args = append(wrap[:len(wrap):len(wrap)], cmd.Args...)
+			}
 		}),
 	)
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -441,6 +472,19 @@ func (b *instance) start() {
 	p.log.Debug("browser: started", "pid", b.pid, "dir", b.dir)
 	go b.watch() // ends when the process is gone; owned by p.all
 }
+
+// browserSpec is what a browser's confined processes see beyond the
+// host's system view: their profile directory dir, writable, which is
+// also their HOME and working directory; the host's network namespace
+// (pages come from a server on the host's loopback; DevTools runs over a
+// pipe); a clean environment.
+func browserSpec(hide []string, dir string) confine.Spec {
+	return confine.Spec{Hide: hide, Dirs: []string{dir}, ShareNet: true, Dir: dir,
+		Env: []string{"HOME=" + dir, "PATH=" + browserPath, "TMPDIR=/tmp", "LANG=C.UTF-8"}}
+}
+
+// browserPath is the PATH of a confined browser.
+const browserPath = "/usr/local/bin:/usr/bin:/bin"
 
 // fail ends a browser that did not start.
 func (b *instance) fail(err error) {

@@ -121,27 +121,57 @@
 //
 // # Processes and safety
 //
-// Setup commands, the app and the evaluator run as the server's user, in
-// process groups of their own that are killed at every reset and at
-// close, with a clean environment (so the server's secrets in its own
-// environment never reach them): PATH, HOME (a private directory per
-// session, emptied at each reset), USER, LOGNAME, SHELL=/bin/sh, LANG and
+// Setup commands, the app and the evaluator run in process groups of
+// their own that are killed at every reset and at close, with a clean
+// environment (so the server's secrets in its own environment never reach
+// them): PATH, HOME (a private directory per session, emptied at each
+// reset), USER, LOGNAME (the server's user name), SHELL=/bin/sh, LANG and
 // LC_ALL (C.UTF-8), TMPDIR (in the home), DISPLAY, XAUTHORITY, PS1="$ ",
 // and NEXTSTATE_DESKTOP, a label with the owner and display that finds
 // processes which left their group.
 //
 // The agent controls these apps, and an xterm is a shell. With the
 // bubblewrap sandbox (setting desktop.sandbox "bwrap", and "auto", the
-// default, when bwrap works) each of them runs in bwrap: the host's files
-// read-only, a private /dev, /proc and /tmp, the home directory and the
-// display's socket bound in, and new PID, network, UTS and cgroup
-// namespaces; it still runs as the server's user, so it can read every
-// file that user can, and it shares the host's IPC namespace (for MIT-SHM).
-// With "none" (or "auto" where bwrap cannot run, which logs a warning)
-// the apps run unsandboxed as the server's user with only a private home
-// directory: whatever the agent types into a terminal can read and change
-// the user's files, reach the network and signal the user's other
-// processes. Run such a server as a dedicated user, or in a container.
+// default, wherever bwrap works) each of them runs confined (package
+// envs/gui/internal/confine). What such a process sees is exactly:
+//
+//   - the host's system directories read-only: /usr, /bin, /sbin, /lib*,
+//     /etc and /opt (programs, libraries, fonts, configuration), with the
+//     host's secrets (/etc/shadow and gshadow, SSH host keys, TLS private
+//     keys, docker's and kubernetes' configuration) and the paths of the
+//     gym setting "sandbox.hide" (the served task folders, the store)
+//     masked; of /var only dpkg's database and the font caches, and an
+//     empty /var/tmp (bwrap.SystemArgs);
+//   - the session's home directory, writable, at its host path (under
+//     desktop.dir), which is also HOME and the working directory;
+//   - the display's Xauthority, read-only, and its socket
+//     (/tmp/.X11-unix/X<N>): no other display's socket or state;
+//   - its own /proc (/proc/sys read-only), a minimal /dev, and empty
+//     /tmp and /run;
+//
+// and nothing else: not the host's /root or /home, the project's
+// checkout, /run with the docker socket, /var/lib/docker, other
+// sessions' homes, or the server's state. The root is read-only. The
+// process runs as uid and gid 1000 in a user namespace of its own (the
+// server's user outside: the files it writes in the home are the
+// server's), with no capabilities (CapEff 0; no new privileges, so setuid
+// programs do not raise it; it cannot make further user namespaces where
+// bwrap 0.8 and the kernel allow that), in new PID, IPC, UTS, cgroup and
+// network namespaces (only a loopback of its own: the X socket is a file
+// bound in), in a session of its own (it cannot push input into the
+// server's terminal), and dies with the server. The display offers no
+// MIT-SHM (the IPC namespaces differ); Xvfb itself runs outside the
+// sandbox, and an app reaches it only through the X protocol on its own
+// display. Evaluators run in the same sandbox, seeing the same home.
+//
+// With "none" the apps run UNSANDBOXED: as the server's user (root, if
+// the server is root), seeing the host's files, network and processes,
+// with only a private home directory; whatever the agent types into a
+// terminal can read and change every file that user can (the checkout,
+// the store), reach the docker socket, and signal the user's other
+// processes. "auto" falls back to it, with a warning, only where bwrap
+// cannot run. Use "none" only on a machine or container that holds
+// nothing the agent may touch.
 //
 // # Settings and crash recovery
 //
@@ -150,7 +180,8 @@
 //	desktop.displays  display numbers to use, such as "100-199" (default 100-999)
 //	desktop.dir       state directory (default $TMPDIR/nextstate-desktops)
 //	desktop.owner     owner id of this server's displays (default: sandbox.NewOwnerID, a lease on the process)
-//	desktop.sandbox   auto (default), bwrap or none
+//	desktop.sandbox   auto (default), bwrap or none (unsandboxed)
+//	sandbox.hide      host paths the sandbox masks, a PATH-style list (serve sets it)
 //	desktop.xvfb      the Xvfb binary (default: Xvfb on PATH)
 //
 // A display number is free when this process does not use it and no live
@@ -172,5 +203,5 @@
 // Requirements: Xvfb, and what the tasks use; on Debian: xvfb, xterm,
 // x11-apps (xedit, xmessage), x11-utils (xprop), xsel, xfonts-base (the
 // bitmap fonts the built-in tasks' coordinates rely on), and bubblewrap
-// for the sandbox.
+// for the sandbox (which needs user namespaces).
 package desktop

@@ -102,7 +102,7 @@ func (e *Env) Reset(ctx context.Context, task *gym.Task, _ int64, opts gym.Optio
 		return gym.Observation{}, nil, gym.InfraFault("home", err)
 	}
 	for i, c := range data.Setup {
-		p, err := e.ps.run(ctx, e.kind.sandbox, e.x, e.home, c, setupTimeout)
+		p, err := e.ps.run(ctx, e.x, e.home, c, setupTimeout)
 		if err == nil && p.err != nil {
 			err = p.err
 		}
@@ -159,7 +159,8 @@ func (e *Env) startDisplay(ctx context.Context, width, height int) error {
 		return gym.InfraFault("display_start", err)
 	}
 	e.x, e.d = x, d
-	e.ps = &procs{wg: &e.kind.wg, marker: e.kind.owner + "/" + strconv.Itoa(x.num) + "/app"}
+	e.ps = &procs{wg: &e.kind.wg, marker: e.kind.owner + "/" + strconv.Itoa(x.num) + "/app",
+		mode: e.kind.sandbox, hide: e.kind.hide}
 	return nil
 }
 
@@ -218,7 +219,7 @@ func (e *Env) openApp(ctx context.Context, data TaskData) error {
 	}
 	deadline := time.Now().Add(settle)
 	if data.App != "" {
-		app, err := e.ps.start(e.kind.sandbox, e.x, e.home, data.App)
+		app, err := e.ps.start(e.x, e.home, data.App)
 		if err != nil {
 			return gym.InfraFault("app_start", fmt.Errorf("task %s: app %q: %w", e.task.ID, data.App, err))
 		}
@@ -364,7 +365,7 @@ func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 	if err := e.d.Settle(ctx, VerifyQuiet, VerifySettle); err != nil {
 		return 0, nil, e.fault(err)
 	}
-	p, err := e.ps.run(ctx, e.kind.sandbox, e.x, e.home, v.Evaluator, timeout)
+	p, err := e.ps.run(ctx, e.x, e.home, v.Evaluator, timeout)
 	if err != nil {
 		return 0, nil, fmt.Errorf("evaluator: %w", err)
 	}

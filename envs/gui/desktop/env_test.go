@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/nextstate-rl/nextstate/envs/gui"
+	"github.com/nextstate-rl/nextstate/envs/gui/internal/confine"
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/gym/gymtest"
 	"github.com/nextstate-rl/nextstate/sandbox"
@@ -229,7 +230,7 @@ func TestSandbox(t *testing.T) {
 		}
 	})
 	t.Run("bwrap", func(t *testing.T) {
-		if !bwrapWorks() {
+		if !confine.Works() {
 			t.Skip("bubblewrap is missing or cannot make namespaces here")
 		}
 		probe := filepath.Join("/usr", "nextstate-desktop-probe-"+strconv.Itoa(os.Getpid()))
@@ -314,6 +315,7 @@ func TestSettings(t *testing.T) {
 		{gym.Settings{SettingDisplays: "10-5"}, "want a range of display numbers"},
 		{gym.Settings{SettingDisplays: "abc"}, "want a range of display numbers"},
 		{gym.Settings{SettingSandbox: "docker"}, "want auto, bwrap or none"},
+		{gym.Settings{SettingSandbox: "bwrap", "sandbox.hide": "/usr"}, "sandbox.hide"}, // would hide a system directory
 		{gym.Settings{SettingXvfb: "/nonexistent/Xvfb"}, "needs Xvfb"},
 		{gym.Settings{SettingOwner: "bad owner!"}, "want 1 to 64 ASCII letters"},
 	} {

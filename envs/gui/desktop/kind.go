@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/nextstate-rl/nextstate/envs/gui"
+	"github.com/nextstate-rl/nextstate/envs/gui/internal/confine"
+	"github.com/nextstate-rl/nextstate/envs/internal/sbopen"
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/sandbox"
 )
@@ -66,7 +68,8 @@ type Kind struct {
 	owner      string
 	ownerDir   string
 	xvfb       string
-	sandbox    string // "bwrap" or "none"
+	sandbox    string   // confine.Bwrap or confine.None
+	hide       []string // host paths the apps' sandbox masks ("sandbox.hide")
 	wg         sync.WaitGroup
 	// live are the Envs not yet closed, for Shutdown.
 	live map[*Env]bool
@@ -120,9 +123,10 @@ func (k *Kind) Configure(ctx context.Context, s gym.Settings) error {
 	if xvfb, err = exec.LookPath(xvfb); err != nil {
 		return fmt.Errorf("desktop-v1 needs Xvfb (Debian: apt-get install xvfb), or set %s: %w", SettingXvfb, err)
 	}
-	mode, err := sandboxMode(s[SettingSandbox])
+	hide := sbopen.Hide(s)
+	mode, err := confine.Mode(s[SettingSandbox], "desktop apps", hide)
 	if err != nil {
-		return err
+		return fmt.Errorf("settings %s, %s: %w", SettingSandbox, sbopen.SettingHide, err)
 	}
 	owner := s[SettingOwner]
 	if owner == "" {
@@ -143,7 +147,7 @@ func (k *Kind) Configure(ctx context.Context, s gym.Settings) error {
 	if err := os.MkdirAll(ownerDir, 0o700); err != nil {
 		return fmt.Errorf("desktop-v1 state directory: %w", err)
 	}
-	k.alloc, k.base, k.owner, k.ownerDir, k.xvfb, k.sandbox = newAllocator(r), base, owner, ownerDir, xvfb, mode
+	k.alloc, k.base, k.owner, k.ownerDir, k.xvfb, k.sandbox, k.hide = newAllocator(r), base, owner, ownerDir, xvfb, mode, hide
 	k.live = map[*Env]bool{}
 	k.configured = 1
 	return nil
@@ -221,37 +225,6 @@ func (k *Kind) Oracle(task *gym.Task) (gym.Oracle, error) {
 	}
 	return gym.ScriptOracle(actions), nil
 }
-
-// sandboxMode reads SettingSandbox: "auto" uses bubblewrap when it works.
-func sandboxMode(v string) (string, error) {
-	switch v {
-	case "none", "bwrap":
-		if v == "bwrap" && !bwrapWorks() {
-			return "", fmt.Errorf("setting %s=bwrap: bubblewrap (bwrap) is missing or cannot make namespaces here", SettingSandbox)
-		}
-		return v, nil
-	case "", "auto":
-		if bwrapWorks() {
-			return "bwrap", nil
-		}
-		slog.Warn("desktop-v1: bubblewrap is missing or cannot make namespaces: desktop apps run unsandboxed")
-		return "none", nil
-	}
-	return "", fmt.Errorf("setting %s=%q: want auto, bwrap or none", SettingSandbox, v)
-}
-
-// bwrapWorks runs a trivial command in a bubblewrap sandbox like the
-// apps'.
-var bwrapWorks = sync.OnceValue(func() bool {
-	path, err := exec.LookPath("bwrap")
-	if err != nil {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, append(bwrapArgs(os.TempDir(), "", 0), "/bin/true")...)
-	return cmd.Run() == nil
-})
 
 // reapDead ends the displays and processes of owners (directories of
 // base) whose process has died, and removes their directories. Owners

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nextstate-rl/nextstate/envs/gui/internal/confine"
 	"github.com/nextstate-rl/nextstate/gym"
 )
 
@@ -117,6 +118,8 @@ type procs struct {
 	live   []*proc
 	wg     *sync.WaitGroup // the Kind's
 	marker string          // the processes' markerEnv value, "<owner>/<display>/app"
+	mode   string          // the Kind's sandbox: confine.Bwrap or confine.None
+	hide   []string        // host paths the sandbox masks besides the secrets ("sandbox.hide")
 }
 
 // sessionEnv is the environment of a session's processes: a clean one,
@@ -146,11 +149,15 @@ func userName() string {
 }
 
 // start runs command (sh -c) in the home directory, in its own process
-// group (and, with the bwrap sandbox, in its own namespaces).
-func (ps *procs) start(mode string, x *xserver, home, command string) (*proc, error) {
+// group (and, with the bwrap sandbox, confined: see appSpec).
+func (ps *procs) start(x *xserver, home, command string) (*proc, error) {
 	argv := []string{"/bin/sh", "-c", command}
-	if mode == "bwrap" {
-		argv = append(append([]string{"bwrap"}, bwrapArgs(home, x.authFile, x.num)...), argv...)
+	if ps.mode == confine.Bwrap {
+		wrap, err := confine.Command(appSpec(ps.hide, home, x.authFile, x.num))
+		if err != nil {
+			return nil, err
+		}
+		argv = append(wrap, argv...)
 	}
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
@@ -181,8 +188,8 @@ func (ps *procs) start(mode string, x *xserver, home, command string) (*proc, er
 
 // run runs command to its end, or kills it when timeout or ctx ends; a
 // command cut off says so in its error.
-func (ps *procs) run(ctx context.Context, mode string, x *xserver, home, command string, timeout time.Duration) (*proc, error) {
-	p, err := ps.start(mode, x, home, command)
+func (ps *procs) run(ctx context.Context, x *xserver, home, command string, timeout time.Duration) (*proc, error) {
+	p, err := ps.start(x, home, command)
 	if err != nil {
 		return nil, err
 	}
@@ -217,21 +224,13 @@ func (ps *procs) killAll() {
 	}
 }
 
-// bwrapArgs are bubblewrap's options for a session's process: the host's
-// root read-only, a private /dev, /proc and /tmp (and $TMPDIR), the home
-// directory writable, the display's socket and Xauthority, and new PID,
-// network, UTS and cgroup namespaces, dying with its parent. The IPC
-// namespace stays the host's, for apps that share images with the X
-// server through MIT-SHM.
-func bwrapArgs(home, authFile string, num int) []string {
-	args := []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"}
-	if t := os.TempDir(); t != "/tmp" {
-		args = append(args, "--tmpfs", t)
-	}
-	args = append(args, "--bind", home, home)
-	if authFile != "" {
-		args = append(args, "--ro-bind", authFile, authFile, "--bind", socketPath(num), socketPath(num))
-	}
-	return append(args, "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-		"--die-with-parent", "--chdir", home, "--")
+// appSpec is what a session's confined process sees beyond the host's
+// system view (package confine): the home directory, writable; the
+// display's Xauthority, read-only, and its socket; nothing else of the
+// host. It has a network namespace of its own (the X socket is a file
+// bound in, so it needs no network) and an IPC namespace of its own, so
+// MIT-SHM, which the display does not offer, would not work.
+func appSpec(hide []string, home, authFile string, num int) confine.Spec {
+	return confine.Spec{Hide: hide, Dirs: []string{home}, Files: []string{authFile},
+		Sockets: []string{socketPath(num)}, Dir: home}
 }

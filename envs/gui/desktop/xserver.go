@@ -155,8 +155,10 @@ func launchXvfb(ctx context.Context, k *Kind, num, width, height int) (*xserver,
 		os.RemoveAll(dir)
 		return nil, err
 	}
+	// No MIT-SHM: the apps' IPC namespaces are their own (and a
+	// segment id a client names must not reach the host's segments).
 	cmd := exec.Command(k.xvfb, ":"+strconv.Itoa(num), "-screen", "0", fmt.Sprintf("%dx%dx24", width, height),
-		"-nolisten", "tcp", "-noreset", "-auth", x.authFile)
+		"-nolisten", "tcp", "-noreset", "-auth", x.authFile, "-extension", "MIT-SHM")
 	cmd.Env = []string{"PATH=" + defaultPath, markerEnv + "=" + k.owner + "/" + strconv.Itoa(num) + "/xvfb"}
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = x.stderr, x.stderr

@@ -95,9 +95,13 @@
 // (browser processes, default 8), "web.chromium" (the browser binary,
 // default /usr/bin/chromium-headless-shell), "web.miniwob_dir" (a MiniWoB++
 // html/ folder whose pages replace the built-in ones; `nextstate serve
-// --miniwob-dir DIR` sets it) and "web.episode_ms". The browser pool and the
-// page server start at the first session and are shared by every env of
-// the kind; the last Shutdown closes them.
+// --miniwob-dir DIR` sets it), "web.episode_ms", "web.sandbox" (the
+// browser's sandbox: "auto", the default, bwrap wherever it works; "bwrap";
+// or "none", unsandboxed; see package browser, The sandbox) and
+// "sandbox.hide" (host paths that sandbox masks, a PATH-style list; `nextstate
+// serve` sets it). The browser pool and the page server start at the first
+// session and are shared by every env of the kind; the last Shutdown
+// closes them.
 //
 // # Whose fault
 //

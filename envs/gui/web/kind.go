@@ -13,7 +13,9 @@ import (
 
 	"github.com/nextstate-rl/nextstate/envs/gui"
 	"github.com/nextstate-rl/nextstate/envs/gui/browser"
+	"github.com/nextstate-rl/nextstate/envs/gui/internal/confine"
 	"github.com/nextstate-rl/nextstate/envs/gui/web/webtasks"
+	"github.com/nextstate-rl/nextstate/envs/internal/sbopen"
 	"github.com/nextstate-rl/nextstate/gym"
 )
 
@@ -27,6 +29,7 @@ const (
 	SettingMiniWoBDir         = "web.miniwob_dir"          // a MiniWoB++ html/ folder served instead of the built-in pages
 	SettingChromium           = "web.chromium"             // the browser binary; default browser.DefaultExecPath
 	SettingEpisodeMS          = "web.episode_ms"           // overrides every page's core.EPISODE_MAX_TIME
+	SettingSandbox            = "web.sandbox"              // the browser's sandbox: "auto" (default), "bwrap" or "none"
 )
 
 // Defaults of the kind's limits.
@@ -65,6 +68,8 @@ type config struct {
 	sessionsPerBrowser, maxBrowsers int
 	miniwobDir, chromium            string
 	episodeMS                       int
+	sandbox                         string // confine.Bwrap or confine.None
+	hide                            string // "sandbox.hide", a PATH-style list of host paths the sandbox masks
 }
 
 // Spec implements gym.Kind.
@@ -129,6 +134,11 @@ func (k *Kind) Configure(_ context.Context, s gym.Settings) error {
 	if err := browser.Available(c.chromium); err != nil {
 		return fmt.Errorf("web-v1 needs a browser (setting %s): %w", SettingChromium, err)
 	}
+	hide := sbopen.Hide(s)
+	if c.sandbox, err = confine.Mode(strings.TrimSpace(s[SettingSandbox]), "browsers", hide); err != nil {
+		return fmt.Errorf("settings %s, %s: %w", SettingSandbox, sbopen.SettingHide, err)
+	}
+	c.hide = strings.Join(hide, string(filepath.ListSeparator))
 	if v := strings.TrimSpace(s[SettingMiniWoBDir]); v != "" {
 		dir, err := filepath.Abs(v)
 		if err != nil {
@@ -209,7 +219,8 @@ func (k *Kind) resources() (*browser.Pool, *server, error) {
 	}
 	if k.pool == nil {
 		pool, err := browser.NewPool(browser.Options{ExecPath: k.cfg.chromium,
-			SessionsPerBrowser: k.cfg.sessionsPerBrowser, MaxBrowsers: k.cfg.maxBrowsers})
+			SessionsPerBrowser: k.cfg.sessionsPerBrowser, MaxBrowsers: k.cfg.maxBrowsers,
+			Sandbox: k.cfg.sandbox, Hide: filepath.SplitList(k.cfg.hide)})
 		if err != nil {
 			return nil, nil, gym.InfraFault("browser_start", err)
 		}
