@@ -24,7 +24,9 @@
 //     is not readable from a sandbox).
 //
 // When Spec.Image names a directory, the root holds every top-level entry
-// of that rootfs instead. /proc, /dev and /run are the sandbox's own.
+// of that rootfs instead. /proc, /dev and /run are the sandbox's own, /proc
+// hardened (ProcArgs: /proc/sys and sysrq-trigger read-only, the host's
+// keys and timers empty).
 // Three places are writable, each a directory of the sandbox's state
 // directory (Options.Dir/<owner>_<sandbox id>, default
 // $TMPDIR/nextstate-bwrap): the workspace at Spec.Workdir (default
@@ -445,7 +447,8 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec) (_ *Sandbox, er
 			args = append(args, "--ro-bind", src, "/"+n)
 		}
 	}
-	args = append(args, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/run")
+	args = append(args, ProcArgs()...)
+	args = append(args, "--dev", "/dev", "--tmpfs", "/run")
 	for _, m := range s.mounts {
 		args = append(args, "--bind", m.host, m.inside)
 	}

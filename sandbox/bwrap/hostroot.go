@@ -154,3 +154,25 @@ func maskArgs(p string) []string {
 	}
 	return []string{"--ro-bind", "/dev/null", p}
 }
+
+// ProcArgs returns the bwrap arguments for a sandbox's own /proc, hardened
+// as container engines do: uid 0 without capabilities may still write
+// what root owns there (a sysctl such as kernel.core_pattern, which runs a
+// program as the host's root; /proc/sysrq-trigger), so /proc/sys, the
+// trigger and the bus, fs and irq trees are read-only, and the files that
+// show the host's keys and timers are empty. Entries this kernel lacks are
+// left out.
+func ProcArgs() []string {
+	args := []string{"--proc", "/proc"}
+	for _, p := range []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/bus", "/proc/fs", "/proc/irq"} {
+		if _, err := os.Stat(p); err == nil {
+			args = append(args, "--ro-bind", p, p)
+		}
+	}
+	for _, p := range []string{"/proc/kcore", "/proc/keys", "/proc/timer_list", "/proc/sched_debug", "/proc/latency_stats"} {
+		if _, err := os.Stat(p); err == nil {
+			args = append(args, "--ro-bind", "/dev/null", p)
+		}
+	}
+	return args
+}

@@ -84,6 +84,16 @@ func TestHostView(t *testing.T) {
 	if got := probe("echo hi > /var/tmp/x && cat /var/tmp/x"); got != "hi" {
 		t.Errorf("/var/tmp: %q", got)
 	}
+	// The kernel's settings stay the host's: no sysctl, no sysrq.
+	for _, p := range []string{"/proc/sys/vm/swappiness", "/proc/sys/kernel/core_pattern", "/proc/sysrq-trigger"} {
+		if got := probe("[ -e " + p + " ] || { echo absent; exit; }; v=$(cat " + p + " 2>/dev/null); " +
+			"echo \"$v\" > " + p + " 2>/dev/null && echo wrote || echo refused"); got == "wrote" {
+			t.Errorf("%s is writable from the sandbox", p)
+		}
+	}
+	if got := probe("cat /proc/keys 2>/dev/null | wc -c"); got != "0" {
+		t.Errorf("/proc/keys shows %s bytes", got)
+	}
 	if got := probe("grep CapEff /proc/self/status"); !strings.HasSuffix(got, "0000000000000000") {
 		t.Errorf("capabilities: %s", got)
 	}

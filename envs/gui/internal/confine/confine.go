@@ -111,8 +111,8 @@ func args(s Spec, ns []string) ([]string, error) {
 		return nil, fmt.Errorf("confine: %w", err)
 	}
 	args := append([]string{"--tmpfs", "/"}, sys...)
-	args = append(args, "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev",
-		"--tmpfs", "/run", "--tmpfs", "/tmp")
+	args = append(args, bwrap.ProcArgs()...)
+	args = append(args, "--dev", "/dev", "--tmpfs", "/run", "--tmpfs", "/tmp")
 	for _, d := range s.Dirs {
 		args = append(args, "--bind", d, d)
 	}
