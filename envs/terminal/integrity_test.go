@@ -64,6 +64,8 @@ var attacks = []struct {
 	{"bash broken", []string{"for f in /bin/bash /usr/bin/bash /bin/sh; do : > $f 2>/dev/null; done; true"}},
 	{"keeper killed", []string{"kill -9 1; kill -TERM 1; kill -9 -1"}},
 	{"workdir removed", []string{"cd / && rm -rf /app"}},
+	{"odd files left", []string{"mkfifo /app/fifo; ln -s /etc/shadow /app/shadow; ln -s /tests /app/tests-link; " +
+		"ln /app/seed.txt /app/hard; mkdir -p /app/deep && cd /app/deep && for i in $(seq 60); do mkdir d && cd d; done; true"}},
 }
 
 func TestIntegrityBwrap(t *testing.T)  { runAttacks(t, needBwrap(t)) }

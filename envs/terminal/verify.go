@@ -249,15 +249,29 @@ func readReport(ctx context.Context, sb sandbox.Sandbox, p string) (*TestReport,
 // verifier's sandbox dst, whose own freshTestDir emptied, and reports the
 // bytes carried. The agent's directory is streamed as a tar of its
 // contents; a missing one leaves an empty directory (the agent removed
-// it). More than MaxWorkBytes is the agent's failure; a sandbox that fails
-// is the infrastructure's.
+// it). More than MaxWorkBytes is the agent's failure, and so is a copy that
+// fails while both sandboxes live: what the agent left cannot be carried
+// (names, file types or trees the sandboxes refuse). Only a sandbox that
+// died is the infrastructure's.
 func carryWork(ctx context.Context, src, dst sandbox.Sandbox, workdir string) (int64, error) {
+	blame := func(err error) error {
+		for _, sb := range []sandbox.Sandbox{src, dst} {
+			if v, ok := sb.(sandbox.Validator); ok && !v.IsValid() {
+				return sbopen.Fault(sb, err)
+			}
+		}
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return err
+		}
+		return gym.AgentFault("verifier_environment_broken", fmt.Errorf("the agent's working directory %s cannot be "+
+			"carried into the verifier's sandbox: %w", workdir, err))
+	}
 	rc, err := src.CopyOut(ctx, workdir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, sbopen.Fault(src, fmt.Errorf("copying the agent's working directory out: %w", err))
+		return 0, blame(err)
 	}
 	defer rc.Close()
 	pr, pw := io.Pipe()
@@ -271,25 +285,22 @@ func carryWork(ctx context.Context, src, dst sandbox.Sandbox, workdir string) (i
 		done <- err
 	}()
 	cerr := dst.CopyIn(ctx, workdir, pr)
-	pr.CloseWithError(errors.New("copy in ended"))
+	pr.CloseWithError(errCopyInEnded)
 	serr := <-done
 	switch {
 	case over:
 		return n, gym.AgentFault("workspace_too_large", fmt.Errorf("the working directory %s holds over %d bytes: "+
 			"the verifier carries at most that much of the agent's work", workdir, int64(MaxWorkBytes)))
-	case serr != nil && !errors.Is(serr, io.ErrClosedPipe):
-		return n, sbopen.Fault(src, fmt.Errorf("copying the agent's working directory out: %w", serr))
+	case serr != nil && !errors.Is(serr, errCopyInEnded):
+		return n, blame(serr)
 	case cerr != nil:
-		if v, ok := dst.(sandbox.Validator); ok && !v.IsValid() {
-			return n, sbopen.Fault(dst, cerr)
-		}
-		// Both sandboxes live: what the agent left cannot be copied
-		// (a file type or name the sandbox refuses).
-		return n, gym.AgentFault("verifier_environment_broken", fmt.Errorf("the agent's working directory cannot be "+
-			"carried into the verifier's sandbox: %w", cerr))
+		return n, blame(cerr)
 	}
 	return n, nil
 }
+
+// errCopyInEnded stops the copy out when the copy in ended first.
+var errCopyInEnded = errors.New("the copy into the verifier's sandbox ended")
 
 // stripTop copies the tar stream of a directory from r to w without its
 // top entry, the entries' names relative to the directory, and stops
