@@ -3,7 +3,8 @@
 # records what exists before the tests (a machine may carry leftovers of
 # earlier, killed runs); `check-leaks.sh check FILE` then fails on anything
 # new: containers or images carrying nextstate's owner label, bwrap, Xvfb or
-# Chromium processes, the project's temporary directories.
+# Chromium processes, the project's temporary directories, bwrap sandboxes'
+# disk mounts.
 set -u
 mode=${1:-check}
 base=${2:-.leaks-baseline}
@@ -20,6 +21,8 @@ snapshot() {
   tmp=${TMPDIR:-/tmp}
   find "$tmp" -maxdepth 1 -name 'nextstate-*' ! -name nextstate-bwrap 2>/dev/null | sed 's/^/dir /'
   find "$tmp/nextstate-bwrap" -mindepth 1 -maxdepth 1 2>/dev/null | sed 's/^/dir /'
+  # bwrap sandboxes' disks (a tmpfs each, wherever their state directory is).
+  awk '$3 == "tmpfs" && $2 ~ /_bw[0-9a-z]+\/disk$/ {print "mount " $2}' /proc/mounts 2>/dev/null
 }
 
 case "$mode" in
