@@ -375,7 +375,9 @@ func (s *Sandbox) KillAll(ctx context.Context) error {
 		p.closeConn()
 	}
 	cli := s.e.cli
-	wait := cli.ContainerWait(ctx, c.id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the wait's request if the kill fails
+	wait := cli.ContainerWait(wctx, c.id, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
 	if _, err := cli.ContainerKill(ctx, c.id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
 		return s.check(ctx, next, fmt.Errorf("docker: kill all: %w", err))
 	}
