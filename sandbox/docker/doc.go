@@ -77,12 +77,16 @@
 // all of it the engine starting the process (runc exec); for many small
 // commands use a persistent shell.
 //
-// KillAll (sandbox.Killer) tears the container's PID namespace down
-// through the engine: it kills PID 1, which ends every process in the
-// container whatever its session or group, and starts the container
-// again, its filesystem as it was. Nothing of the container's own takes
-// part (its shell, its kill), so an agent that replaced them cannot keep a
-// process alive; it costs about a container start.
+// KillAll (sandbox.Killer) runs kill -9 -1 with the keeper's own running
+// bash (/proc/1/exe, which nothing in the container can change) and then
+// asks the engine for the container's processes (ps on the engine's host):
+// the keeper alone, zombies aside, and it is done, in two engine calls. If
+// not (a library bash loads was replaced, a process was forking), it
+// tears the PID namespace down: the engine kills PID 1, which ends every
+// process in the container whatever its session or group, and starts the
+// container again, its filesystem as it was, at the cost of a container
+// start. Nothing of the container's own that the agent could replace
+// decides the outcome.
 //
 // Start runs a long-lived process through an attached exec: one hijacked
 // connection carries its stdin and its output, stderr pointed at stdout

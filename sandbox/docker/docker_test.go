@@ -348,3 +348,58 @@ func TestCopyInCreatesDir(t *testing.T) {
 		t.Errorf("CopyOut of a missing path: %v", err)
 	}
 }
+
+// KillAll's sure way, teardown, on its own (the conformance suite's
+// KillAll takes the quick way): every leftover is gone, the filesystem
+// stays, and the sandbox runs commands again.
+func TestKillAllTeardown(t *testing.T) {
+	b := openBackend(t)
+	sb := create(t, b, sandbox.Spec{})
+	ctx := testCtx(t)
+	for _, script := range []string{
+		"echo kept > /workspace/kept",
+		"setsid sleep 4545001 </dev/null >/dev/null 2>&1 & disown; true",
+		"( (sleep 4545002 &) & ); true",
+	} {
+		if r, err := sb.Exec(ctx, sandbox.ExecRequest{Script: script}); err != nil || r.ExitCode != 0 {
+			t.Fatalf("%s: %+v %v", script, r, err)
+		}
+	}
+	count := func() int {
+		top, err := sb.e.cli.ContainerTop(ctx, sb.ContainerID(), client.ContainerTopOptions{Arguments: []string{"-o", "pid,stat,args"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, p := range top.Processes {
+			if strings.Contains(strings.Join(p, " "), "454500") {
+				n++
+			}
+		}
+		return n
+	}
+	if n := count(); n != 2 {
+		t.Fatalf("%d leftovers running, want 2", n)
+	}
+	sb.restoreMu.Lock()
+	c, err := sb.current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := &ctr{id: c.id, name: c.name, snap: c.snap}
+	sb.mu.Lock()
+	sb.cur = next
+	sb.mu.Unlock()
+	err = sb.teardown(ctx, c, next)
+	sb.restoreMu.Unlock()
+	if err != nil {
+		t.Fatalf("teardown: %v", err)
+	}
+	if n := count(); n != 0 {
+		t.Errorf("%d leftovers survive the teardown", n)
+	}
+	r, err := sb.Exec(ctx, sandbox.ExecRequest{Script: "cat /workspace/kept"})
+	if err != nil || strings.TrimSpace(string(r.Stdout)) != "kept" {
+		t.Errorf("after the teardown: %q %v", r.Stdout, err)
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"maps"
 	"path"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -346,13 +348,14 @@ func (s *Sandbox) Restore(ctx context.Context, snap sandbox.Snapshot) error {
 	return nil
 }
 
-// KillAll implements sandbox.Killer by tearing the container's PID
-// namespace down: the engine kills its PID 1 (the kernel then kills every
-// other process in it, whatever session or group it is in), and starts
-// the container again, its filesystem as it was. Nothing of the
-// container's own (its shell, its kill) takes part, so an agent that
-// replaced them cannot keep a process alive. It takes about as long as a
-// container start; persistent shells end.
+// KillAll implements sandbox.Killer. The quick way first (killInPlace):
+// the keeper's own running bash kills every other process, and the
+// engine's process list must then show the keeper alone. Failing that, the
+// sure way (teardown): the engine kills PID 1, the kernel then kills every
+// other process of the namespace whatever session or group it is in, and
+// the container starts again, its filesystem as it was. Neither trusts
+// anything of the container's that the agent could have replaced (its
+// shell, its kill, its ps). Persistent shells end.
 func (s *Sandbox) KillAll(ctx context.Context) error {
 	s.restoreMu.Lock()
 	defer s.restoreMu.Unlock()
@@ -374,6 +377,16 @@ func (s *Sandbox) KillAll(ctx context.Context) error {
 	for _, p := range procs {
 		p.closeConn()
 	}
+	if s.killInPlace(ctx, c) {
+		return nil
+	}
+	return s.teardown(ctx, c, next)
+}
+
+// teardown is KillAll's sure way: the engine kills c's PID 1, which ends
+// its PID namespace, and starts the container again; next is c's record
+// from now on.
+func (s *Sandbox) teardown(ctx context.Context, c, next *ctr) error {
 	cli := s.e.cli
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the wait's request if the kill fails
@@ -390,6 +403,41 @@ func (s *Sandbox) KillAll(ctx context.Context) error {
 		return s.check(ctx, next, fmt.Errorf("docker: kill all: starting the container again: %w", err))
 	}
 	return nil
+}
+
+// killInPlace is KillAll's quick way, taken when it works: the keeper's
+// own bash (/proc/1/exe, the running binary, which nothing in the
+// container can change) runs kill -9 -1, and then the engine's process
+// list (ps on the engine's host, nothing of the container's) must show the
+// keeper alone, zombies aside. It reports whether that held; when not
+// (the agent replaced a library bash loads, a process was forking), the
+// caller tears the namespace down instead.
+func (s *Sandbox) killInPlace(ctx context.Context, c *ctr) bool {
+	cli := s.e.cli
+	created, err := cli.ExecCreate(ctx, c.id, client.ExecCreateOptions{
+		Cmd: []string{"/proc/1/exe", "-c", "kill -9 -1 2>/dev/null; exit 0"},
+	})
+	if err != nil {
+		return false
+	}
+	if _, err := cli.ExecStart(ctx, created.ID, client.ExecStartOptions{Detach: true}); err != nil {
+		return false
+	}
+	if code, err := s.exitCode(ctx, created.ID); err != nil || code != 0 {
+		return false
+	}
+	top, err := cli.ContainerTop(ctx, c.id, client.ContainerTopOptions{Arguments: []string{"-o", "pid,stat"}})
+	if err != nil {
+		return false
+	}
+	stat := slices.Index(top.Titles, "STAT")
+	live := 0
+	for _, p := range top.Processes {
+		if stat < 0 || stat >= len(p) || !strings.HasPrefix(p[stat], "Z") {
+			live++
+		}
+	}
+	return live == 1
 }
 
 // standby is a container started ahead for the next Restore of snap.
