@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nextstate-rl/nextstate/envs/internal/sbopen"
@@ -39,6 +40,8 @@ type Env struct {
 	shell sandbox.Shell
 
 	textFinal bool // a text-only action ends the episode
+
+	closing sync.WaitGroup // releases in the background (background); Close waits
 }
 
 // Reset implements gym.Env. It brings the sandbox to the task's initial
@@ -461,9 +464,21 @@ func (e *Env) dropSandbox(ctx context.Context) {
 	e.built = ""
 }
 
+// background runs f, a release of something the step no longer needs
+// (a verifier's sandbox, a dead shell), in a goroutine Close waits for.
+func (e *Env) background(f func()) {
+	e.closing.Add(1)
+	go func() {
+		defer e.closing.Done()
+		f()
+	}()
+}
+
 // Close implements gym.Env. The sandbox goes first: it ends every
-// process, the shell's too.
+// process, the shell's too. It returns once what background released is
+// released as well.
 func (e *Env) Close(ctx context.Context) error {
+	defer e.closing.Wait()
 	defer e.closeShell()
 	var err error
 	if e.snap != nil {

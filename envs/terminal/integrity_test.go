@@ -35,6 +35,9 @@ var attacks = []struct {
 	{"disowned, signals ignored", []string{"bash -c 'trap \"\" HUP TERM INT; " + strings.ReplaceAll(rewriter, "'", `'\''`) + "' </dev/null >/dev/null 2>&1 & disown"}},
 	// A late answer: the leftover writes it once the shell is gone.
 	{"late answer", []string{"(while [ -e /proc/$$ ]; do sleep 0.05; done; echo 42 > /app/answer.txt) >/dev/null 2>&1 &"}},
+	// The same, waiting busily: it acts within microseconds of the shell's
+	// end, so the shell must not end before it does.
+	{"late answer, busy watcher", []string{"(while kill -0 $$ 2>/dev/null; do :; done; echo 42 > /app/answer.txt) >/dev/null 2>&1 &"}},
 
 	// The test runner and the interpreter replaced (docker: the agent is
 	// root in its container; bwrap: its root is read-only and these fail).

@@ -95,8 +95,13 @@ func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 	if e.tests == nil {
 		return 0, gym.Info{"tests": "none", "note": "the task has no run-tests.sh"}, nil
 	}
-	e.closeShell()
 	start := time.Now()
+	// The shell dies with every other process of the sandbox below; its
+	// object is let go of after, off the step's path.
+	if sh := e.shell; sh != nil {
+		e.shell = nil
+		defer e.background(func() { sh.Close() })
+	}
 	k, ok := e.sb.(sandbox.Killer)
 	if !ok {
 		return 0, nil, fmt.Errorf("terminal-v1: the %s sandbox cannot kill the agent's processes (sandbox.Killer)", e.backendName)
@@ -116,7 +121,9 @@ func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 	p := <-ready
 	vsb, workdir := p.sb, p.workdir
 	if vsb != nil {
-		defer vsb.Close(context.WithoutCancel(ctx))
+		// Removed after the verdict, off the step's path (a container's
+		// removal takes a while); Close waits for it.
+		defer e.background(func() { vsb.Close(context.WithoutCancel(ctx)) })
 	}
 	if kerr != nil {
 		return 0, nil, e.fault(fmt.Errorf("killing the agent's processes: %w", kerr))

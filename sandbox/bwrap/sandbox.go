@@ -552,6 +552,14 @@ func (s *Sandbox) KillAll(ctx context.Context) error {
 // killAll kills every process of the sandbox but pid 1 (the keeper),
 // until none is left or ctx ends.
 func (s *Sandbox) killAll(ctx context.Context) error {
+	// First all at once: kill -9 -1 from inside the namespace signals
+	// every process but the keeper and itself in one system call, so none
+	// sees another die and acts before its own end (a sweep from outside,
+	// one kill at a time, would leave such a moment). The sweep then takes
+	// what forked meanwhile.
+	cmd := s.command([]string{"bash", "-c", "kill -9 -1 2>/dev/null; exit 0"}, nil, "/")
+	cmd.WaitDelay = time.Second
+	_ = cmd.Run()
 	for delay := time.Millisecond; ; delay = min(2*delay, 20*time.Millisecond) {
 		ps := s.procs(false)
 		if len(ps) == 0 {

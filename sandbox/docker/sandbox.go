@@ -374,9 +374,14 @@ func (s *Sandbox) KillAll(ctx context.Context) error {
 	s.cur = next
 	procs := s.procsOfLocked(c)
 	s.mu.Unlock()
-	for _, p := range procs {
-		p.closeConn()
-	}
+	// The processes' connections are let go of only once they are dead:
+	// a shell whose stdin closed would exit first, and something waiting
+	// for that could act before the kill.
+	defer func() {
+		for _, p := range procs {
+			p.closeConn()
+		}
+	}()
 	if s.killInPlace(ctx, c) {
 		return nil
 	}
