@@ -73,7 +73,9 @@
 // shell, as a container does. Every command is its own session and process
 // group; at its Timeout the whole group is killed. KillAll
 // (sandbox.Killer) kills every process of the sandbox's PID namespace but
-// the keeper, whatever its group or session, until none is left. A sandbox
+// the keeper, whatever its group or session: first all at once, with
+// kill -9 -1 from inside (so that none sees another end and acts before
+// its own), then by a sweep of the namespace until none is left. A sandbox
 // whose process tree was killed from outside makes Exec, Start and the
 // copies return sandbox.ErrGone.
 //
