@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nextstate-rl/nextstate/envs/internal/sbopen"
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/sandbox"
 )
@@ -261,8 +262,8 @@ func (e *Env) takeDiff(ctx context.Context) error {
 	r, err := e.sb.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"bash", "-c", diffScript, "diff", e.repo.Commit},
 		Dir: Workdir, Timeout: 5 * time.Minute, MaxOutput: 64 << 20})
 	if err != nil {
-		if f := e.fault(err); isSandboxDeath(f) {
-			return f
+		if !sbopen.AgentBroke(e.sb, err) {
+			return e.fault(err)
 		}
 		e.submitted = true
 		e.diff, e.diffErr = "", fmt.Sprintf("the diff could not be taken in the agent's sandbox: %v", err)
@@ -360,26 +361,15 @@ func (e *Env) fault(err error) error {
 	return sandboxFault(err)
 }
 
-// toolFault labels an error of a tool: in a sandbox that died it is the
-// infrastructure's; in one that still runs, the agent broke the tool (its
-// shell, the programs the editor runs), and the call is answered with the
-// error (an *EditError) while the episode goes on.
+// toolFault labels an error of a tool: one the agent broke in a live
+// sandbox (sbopen.AgentBroke: its shell, the programs the editor runs) is
+// answered as the call's error (an *EditError) while the episode goes on;
+// a sandbox that died is the infrastructure's.
 func (e *Env) toolFault(what string, err error) error {
-	if f := e.fault(err); isSandboxDeath(f) {
-		return f
+	if sbopen.AgentBroke(e.sb, err) {
+		return &EditError{Msg: what + " is not available: " + err.Error()}
 	}
-	return &EditError{Msg: what + " is not available: " + err.Error()}
-}
-
-// isSandboxDeath reports whether a labelled error (fault) is one the
-// agent cannot have caused: its sandbox died or was closed, or the time
-// ran out.
-func isSandboxDeath(err error) bool {
-	var fe *gym.FaultError
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return true
-	}
-	return errors.As(err, &fe) && (fe.Reason == "sandbox_died" || fe.Reason == "sandbox_closed")
+	return e.fault(err)
 }
 
 // sandboxFault labels a sandbox error: one that died or was closed is the

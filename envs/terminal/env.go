@@ -350,21 +350,15 @@ type toolError struct{ msg string }
 func (e *toolError) Error() string { return e.msg }
 
 // toolFault labels an error of a tool (the shell, the terminal, the
-// commands write_file runs): the sandbox's death is the infrastructure's;
-// a tool that fails in a live sandbox is the agent's to handle (it broke
-// its shell, or the image has no tmux): the call is answered with the
-// error, and the episode goes on. Nothing in the sandbox can end it (its
-// keeper, sandbox.KeeperLoop), so a live sandbox whose tools fail is one
-// the agent changed.
+// commands write_file runs): one the agent broke in a live sandbox
+// (sbopen.AgentBroke; or the image has no tmux) answers the call with the
+// error, and the episode goes on; the sandbox's death is the
+// infrastructure's.
 func (e *Env) toolFault(what string, err error) error {
-	f := e.fault(err)
-	var fe *gym.FaultError
-	if errors.As(f, &fe) && fe.Reason == "sandbox" {
-		if v, ok := e.sb.(sandbox.Validator); ok && v.IsValid() {
-			return &toolError{what + " is not available: " + err.Error()}
-		}
+	if sbopen.AgentBroke(e.sb, err) {
+		return &toolError{what + " is not available: " + err.Error()}
 	}
-	return f
+	return e.fault(err)
 }
 
 // formatExec renders a command's result: its output, then a line with the

@@ -33,3 +33,24 @@ func Fault(sb sandbox.Sandbox, err error) error {
 	}
 	return gym.InfraFault("sandbox", err)
 }
+
+// AgentBroke reports whether err, from a tool or program of the agent's
+// sandbox sb, is the agent's doing: the sandbox still lives (nothing inside
+// can end it, see sandbox.KeeperLoop), so a shell, editor or interpreter
+// that failed there is one the agent broke. A sandbox that died or was
+// closed, a deadline and a cancellation are not, nor is an error already
+// labelled the agent's (it stays as it is). The kinds answer such a call
+// with the error and let the episode go on (docs/architecture.md, the
+// rule of whose fault).
+func AgentBroke(sb sandbox.Sandbox, err error) bool {
+	var fe *gym.FaultError
+	switch {
+	case err == nil, errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
+		errors.Is(err, sandbox.ErrGone), errors.Is(err, sandbox.ErrClosed):
+		return false
+	case errors.As(err, &fe) && fe.Fault == gym.FaultAgent:
+		return false
+	}
+	v, ok := sb.(sandbox.Validator)
+	return ok && v.IsValid()
+}

@@ -3,6 +3,7 @@ package sbopen_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -164,5 +165,39 @@ func TestSharedConcurrent(t *testing.T) {
 	}
 	if sh.Refs() != 0 {
 		t.Errorf("%d references left", sh.Refs())
+	}
+}
+
+// valid is a sandbox that only answers IsValid.
+type valid struct {
+	sandbox.Sandbox
+	ok bool
+}
+
+func (v valid) IsValid() bool { return v.ok }
+
+// A tool that failed in a live sandbox is the agent's doing; a dead
+// sandbox, a deadline and an error already the agent's are not.
+func TestAgentBroke(t *testing.T) {
+	broken := errors.New("bash: not found")
+	for _, c := range []struct {
+		name string
+		sb   sandbox.Sandbox
+		err  error
+		want bool
+	}{
+		{"live sandbox", valid{ok: true}, broken, true},
+		{"labelled infra in a live sandbox", valid{ok: true}, gym.InfraFault("no_python", broken), true},
+		{"dead sandbox", valid{ok: false}, broken, false},
+		{"gone", valid{ok: true}, fmt.Errorf("x: %w", sandbox.ErrGone), false},
+		{"closed", valid{ok: true}, sandbox.ErrClosed, false},
+		{"deadline", valid{ok: true}, context.DeadlineExceeded, false},
+		{"already the agent's", valid{ok: true}, gym.AgentFault("bad_call", broken), false},
+		{"no error", valid{ok: true}, nil, false},
+		{"no validator", nil, broken, false},
+	} {
+		if got := sbopen.AgentBroke(c.sb, c.err); got != c.want {
+			t.Errorf("%s: AgentBroke %v, want %v", c.name, got, c.want)
+		}
 	}
 }

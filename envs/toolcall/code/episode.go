@@ -158,19 +158,18 @@ func (e *episode) Call(ctx context.Context, name string, args json.RawMessage) (
 }
 
 // blame labels a failure of the interpreter after the agent's code has run
-// in the sandbox: while the sandbox lives (nothing inside can end it), an
-// interpreter that is gone or will not start is the agent's doing (its
-// code removed python3, say), answered as the call's error; a sandbox that
-// died, and a deadline, stay as they are.
+// in the sandbox: one the agent broke in a live sandbox (sbopen.AgentBroke:
+// its code removed python3, say) is answered as the call's error; a
+// sandbox that died, and a deadline, stay as they are.
 func (e *episode) blame(err error) error {
+	if !sbopen.AgentBroke(e.box.sb, err) {
+		return err
+	}
 	var fe *gym.FaultError
-	if !errors.As(err, &fe) || fe.Fault != gym.FaultInfra || fe.Reason == "sandbox_died" || fe.Reason == "sandbox_closed" {
-		return err
+	if errors.As(err, &fe) {
+		err = fe.Err
 	}
-	if v, ok := e.box.sb.(sandbox.Validator); ok && !v.IsValid() {
-		return err
-	}
-	return toolcall.Errorf("Error: the Python interpreter is not available (code that ran before in this sandbox may have broken it): %v", fe.Err)
+	return toolcall.Errorf("Error: the Python interpreter is not available (code that ran before in this sandbox may have broken it): %v", err)
 }
 
 // runOnce runs the code in a fresh python3 process.
