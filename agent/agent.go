@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/nextstate-rl/nextstate/gym"
-	"github.com/nextstate-rl/nextstate/server/wire"
+	"github.com/nextstate-rl/nextstate/wire"
 )
 
 // DefaultSystemPrompt is the system message an Agent sends unless told

@@ -13,7 +13,7 @@ import (
 	"github.com/nextstate-rl/nextstate/envs/gui/browser"
 	_ "github.com/nextstate-rl/nextstate/envs/gui/web"
 	"github.com/nextstate-rl/nextstate/gym"
-	"github.com/nextstate-rl/nextstate/server/wire"
+	"github.com/nextstate-rl/nextstate/wire"
 )
 
 func TestAgentNativeToolCalls(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 
 	"github.com/nextstate-rl/nextstate/client"
 	"github.com/nextstate-rl/nextstate/gym"
-	"github.com/nextstate-rl/nextstate/server/wire"
+	"github.com/nextstate-rl/nextstate/wire"
 )
 
 func dial(t *testing.T, url string, opts ...client.Opt) *client.Client {

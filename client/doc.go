@@ -1,7 +1,7 @@
 // Package client is the Go client of a nextstate server: it drives sessions
 // (create, step, reset, resume, close), lists env kinds and tasks, adds late
 // rewards and subscribes to the event and training-sample streams, over one WebSocket speaking
-// JSON-RPC 2.0 (protocol wire.Version, the contract in server/wire and
+// JSON-RPC 2.0 (protocol wire.Version, the contract in wire and
 // docs/protocol.md).
 //
 // # Connecting

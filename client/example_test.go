@@ -11,7 +11,7 @@ import (
 
 	"github.com/nextstate-rl/nextstate/client"
 	"github.com/nextstate-rl/nextstate/gym"
-	"github.com/nextstate-rl/nextstate/server/wire"
+	"github.com/nextstate-rl/nextstate/wire"
 )
 
 // ExampleClient plays one episode of guess-v1 by binary search, while

@@ -16,7 +16,7 @@ import (
 	"github.com/nextstate-rl/nextstate/gym"
 	_ "github.com/nextstate-rl/nextstate/gym/testenvs" // guess-v1, echo-v1
 	"github.com/nextstate-rl/nextstate/server"
-	"github.com/nextstate-rl/nextstate/server/wire"
+	"github.com/nextstate-rl/nextstate/wire"
 )
 
 const token = "test-token"

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nextstate-rl/nextstate/server/wire"
+	"github.com/nextstate-rl/nextstate/wire"
 )
 
 // SampleSubscription is a server's stream of training samples (package

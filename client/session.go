@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/nextstate-rl/nextstate/gym"
-	"github.com/nextstate-rl/nextstate/server/wire"
+	"github.com/nextstate-rl/nextstate/wire"
 )
 
 // Session is a handle on a server-side session. The session lives on the

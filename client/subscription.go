@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/nextstate-rl/nextstate/gym"
-	"github.com/nextstate-rl/nextstate/server/wire"
+	"github.com/nextstate-rl/nextstate/wire"
 )
 
 // Subscription is a stream of recorded events that survives what would

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nextstate-rl/nextstate/server/store"
+	"github.com/nextstate-rl/nextstate/store"
 )
 
 // constJudge votes 0 at once: the benchmark measures the proxy, not a judge.

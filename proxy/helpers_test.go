@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/nextstate-rl/nextstate/rl"
-	"github.com/nextstate-rl/nextstate/server/store"
+	"github.com/nextstate-rl/nextstate/store"
 )
 
 // upstream is a scripted OpenAI-compatible policy server: it answers

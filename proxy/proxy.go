@@ -18,7 +18,7 @@ import (
 
 	"github.com/nextstate-rl/nextstate/internal/auth"
 	"github.com/nextstate-rl/nextstate/rl"
-	"github.com/nextstate-rl/nextstate/server/store"
+	"github.com/nextstate-rl/nextstate/store"
 )
 
 // Reasons a turn is not trained on, sent in the X-Nextstate-Trained header

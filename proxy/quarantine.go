@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/nextstate-rl/nextstate/rl"
-	"github.com/nextstate-rl/nextstate/server/store"
+	"github.com/nextstate-rl/nextstate/store"
 )
 
 // QuarantineDir is the quarantine's directory inside the proxy's data dir.

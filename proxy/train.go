@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/nextstate-rl/nextstate/rl"
-	"github.com/nextstate-rl/nextstate/server/store"
+	"github.com/nextstate-rl/nextstate/store"
 )
 
 // judgeTimeout bounds the judging of one turn, all votes together.

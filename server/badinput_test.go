@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/nextstate-rl/nextstate/gym"
-	"github.com/nextstate-rl/nextstate/server/wire"
+	"github.com/nextstate-rl/nextstate/wire"
 )
 
 // TestBadInputWS sends one bad frame after another on one connection

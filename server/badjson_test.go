@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nextstate-rl/nextstate/server/wire"
+	"github.com/nextstate-rl/nextstate/wire"
 )
 
 // nested returns JSON arrays nested depth levels deep.

@@ -21,7 +21,7 @@ import (
 
 	"github.com/nextstate-rl/nextstate/gym"
 	_ "github.com/nextstate-rl/nextstate/gym/testenvs" // guess-v1, echo-v1
-	"github.com/nextstate-rl/nextstate/server/wire"
+	"github.com/nextstate-rl/nextstate/wire"
 )
 
 // waitTimeout bounds every wait in these tests: generous, so that a loaded

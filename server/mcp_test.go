@@ -19,8 +19,8 @@ import (
 
 	"github.com/nextstate-rl/nextstate/envs/toolcall"
 	"github.com/nextstate-rl/nextstate/gym"
-	"github.com/nextstate-rl/nextstate/server/store"
-	"github.com/nextstate-rl/nextstate/server/wire"
+	"github.com/nextstate-rl/nextstate/store"
+	"github.com/nextstate-rl/nextstate/wire"
 )
 
 // mcptest-v1 is a tool-call kind over a tiny stateful domain: a counter to

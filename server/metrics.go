@@ -8,7 +8,7 @@ import (
 
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/rl"
-	"github.com/nextstate-rl/nextstate/server/wire"
+	"github.com/nextstate-rl/nextstate/wire"
 )
 
 // metrics are the server's Prometheus series, all prefixed nextstate_.

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/nextstate-rl/nextstate/gym"
-	"github.com/nextstate-rl/nextstate/server/store"
+	"github.com/nextstate-rl/nextstate/store"
 )
 
 // TestByContent: a large file sent inline is recorded as a blob reference,

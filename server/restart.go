@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/nextstate-rl/nextstate/gym"
-	"github.com/nextstate-rl/nextstate/server/store"
+	"github.com/nextstate-rl/nextstate/store"
 )
 
 // cutOffTimeout bounds the restart closes of closeCutOff.

@@ -11,8 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/nextstate-rl/nextstate/gym"
-	"github.com/nextstate-rl/nextstate/server/store"
-	"github.com/nextstate-rl/nextstate/server/wire"
+	"github.com/nextstate-rl/nextstate/store"
+	"github.com/nextstate-rl/nextstate/wire"
 )
 
 // maxBatch caps the requests of one JSON-RPC batch.

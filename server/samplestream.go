@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/nextstate-rl/nextstate/server/store"
-	"github.com/nextstate-rl/nextstate/server/wire"
+	"github.com/nextstate-rl/nextstate/store"
+	"github.com/nextstate-rl/nextstate/wire"
 )
 
 // sampleSub is one samples stream (events.subscribe with "stream":

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nextstate-rl/nextstate/server/store"
-	"github.com/nextstate-rl/nextstate/server/wire"
+	"github.com/nextstate-rl/nextstate/store"
+	"github.com/nextstate-rl/nextstate/wire"
 )
 
 // addSamples stores one trajectory of n samples of run and env, as the

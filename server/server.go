@@ -58,8 +58,8 @@ import (
 
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/internal/auth"
-	"github.com/nextstate-rl/nextstate/server/store"
-	"github.com/nextstate-rl/nextstate/server/wire"
+	"github.com/nextstate-rl/nextstate/store"
+	"github.com/nextstate-rl/nextstate/wire"
 )
 
 // Version is the server's version, set by the build.

@@ -21,8 +21,8 @@ import (
 	"github.com/nextstate-rl/nextstate/rl"
 	"github.com/nextstate-rl/nextstate/sandbox"
 	_ "github.com/nextstate-rl/nextstate/sandbox/bwrap" // the bwrap backend
-	"github.com/nextstate-rl/nextstate/server/store"
-	"github.com/nextstate-rl/nextstate/server/wire"
+	"github.com/nextstate-rl/nextstate/store"
+	"github.com/nextstate-rl/nextstate/wire"
 )
 
 // BenchmarkStepLatencyJudge measures session.step latency (p50, p99, in

@@ -12,8 +12,8 @@ import (
 
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/rl"
-	"github.com/nextstate-rl/nextstate/server/store"
-	"github.com/nextstate-rl/nextstate/server/wire"
+	"github.com/nextstate-rl/nextstate/store"
+	"github.com/nextstate-rl/nextstate/wire"
 )
 
 // TestJudgeRewardEvents judges each step with a scripted endpoint: the

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/nextstate-rl/nextstate/gym"
-	"github.com/nextstate-rl/nextstate/server/store"
+	"github.com/nextstate-rl/nextstate/store"
 )
 
 // TestExportWithoutVerifier: export writes trajectories and events without

@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nextstate-rl/nextstate/proxy"
-	"github.com/nextstate-rl/nextstate/server/store"
+	"github.com/nextstate-rl/nextstate/store"
 )
 
 // defaultProxyDataDir is the proxy's own store: a store directory is

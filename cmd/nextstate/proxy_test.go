@@ -10,7 +10,7 @@ import (
 
 	"github.com/nextstate-rl/nextstate/proxy"
 	"github.com/nextstate-rl/nextstate/rl"
-	"github.com/nextstate-rl/nextstate/server/store"
+	"github.com/nextstate-rl/nextstate/store"
 )
 
 func runProxyCmd(t *testing.T, args ...string) (string, error) {

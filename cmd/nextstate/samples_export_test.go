@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/nextstate-rl/nextstate/rl"
-	"github.com/nextstate-rl/nextstate/server/store"
+	"github.com/nextstate-rl/nextstate/store"
 )
 
 // TestExportSamplesCLI: export --format samples writes one sample a line,

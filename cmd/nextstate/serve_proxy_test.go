@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/nextstate-rl/nextstate/server"
-	"github.com/nextstate-rl/nextstate/server/wire"
+	"github.com/nextstate-rl/nextstate/wire"
 )
 
 // chatReply answers any chat completion with content.

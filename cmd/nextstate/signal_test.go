@@ -12,7 +12,7 @@ import (
 
 	"github.com/nextstate-rl/nextstate/client"
 	"github.com/nextstate-rl/nextstate/gym"
-	"github.com/nextstate-rl/nextstate/server/store"
+	"github.com/nextstate-rl/nextstate/store"
 )
 
 // TestMain lets the test binary stand in for the nextstate binary: with
