@@ -364,23 +364,23 @@ func TestAgentModelFailures(t *testing.T) {
 }
 
 func TestAgentToolsFor(t *testing.T) {
-	guiReset := gym.ResetResult{Observation: gym.TextObservation("a page")}
-	tools, err := ToolsFor(guiReset, gui.ActionSchema())
+	guiReset := gym.ResetResult{Observation: gym.TextObservation("a page"), Info: gym.Info{gym.InfoTools: []map[string]any{gui.Tool()}}}
+	tools, err := ToolsFor(guiReset)
 	if err != nil || !strings.Contains(string(tools), `"computer"`) {
-		t.Errorf("GUI kind without tools in its info: %s, %v; want the computer tool", tools, err)
+		t.Errorf("GUI kind with the computer tool in its info: %s, %v; want the computer tool", tools, err)
 	}
 	fileReset := gym.ResetResult{Observation: gym.Observation{Parts: []gym.Part{gym.TextPart("hi"),
 		{Type: gym.PartFile, File: &gym.File{Path: "tools.json", Blob: gym.Blob{MIME: "application/json",
 			Data: []byte(`[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]`)}}}}}}
-	tools, err = ToolsFor(fileReset, gym.PartsSchema(1, 4, gym.PartToolCall, gym.PartText))
+	tools, err = ToolsFor(fileReset)
 	if err != nil || !strings.Contains(string(tools), `"f"`) {
 		t.Errorf("tools.json: %s, %v", tools, err)
 	}
-	tools, err = ToolsFor(gym.ResetResult{}, gym.PartsSchema(1, 1, gym.PartText))
+	tools, err = ToolsFor(gym.ResetResult{})
 	if err != nil || tools != nil {
 		t.Errorf("plain text kind: %s, %v; want no tools", tools, err)
 	}
-	_, err = ToolsFor(gym.ResetResult{Info: gym.Info{"tools": []any{map[string]any{"type": "function"}}}}, nil)
+	_, err = ToolsFor(gym.ResetResult{Info: gym.Info{gym.InfoTools: []any{map[string]any{"type": "function"}}}})
 	if err == nil || !strings.Contains(err.Error(), "no function name") {
 		t.Errorf("a tool without a name: %v, want an error saying so", err)
 	}

@@ -15,8 +15,7 @@
 //
 //	a, err := agent.New(agent.Config{BaseURL: "http://localhost:8000/v1", Model: "Qwen/Qwen3-8B"})
 //	s, reset, err := c.Create(ctx, gym.CreateRequest{TaskID: "bfcl-smoke-1"})
-//	spec, err := c.Describe(ctx, "bfcl-v1")
-//	tools, err := agent.ToolsFor(reset, spec.ActionSchema)
+//	tools, err := agent.ToolsFor(reset)
 //	ep, err := a.Play(ctx, s, agent.Start{Reset: reset, Tools: tools, Seed: 1})
 //
 // Each turn the history becomes chat messages: the system prompt
@@ -31,10 +30,10 @@
 // Config.MaxImages images are kept, 3 by default; older ones become a line
 // of text); file parts to their text, except tools.json.
 //
-// The tools offered (ToolsFor) are the reset info's "tools", else the
-// reset observation's tools.json file (tool-call kinds), else for kinds
-// whose action schema takes gui_action parts the "computer" tool
-// (envs/gui.Tool); with none the model acts in plain text.
+// The tools offered (ToolsFor) are the reset info's "tools"
+// (gym.InfoTools; the GUI kinds list their "computer" tool there), else
+// the reset observation's tools.json file; with none the model acts in
+// plain text.
 //
 // A reply becomes an action: its tool_calls become tool_call parts; with
 // none, <tool_call>{"name": ..., "arguments": {...}}</tool_call> blocks in

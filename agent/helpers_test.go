@@ -398,11 +398,7 @@ func play(t testing.TB, c *client.Client, a *Agent, taskID string, seed int64) *
 		t.Fatal(err)
 	}
 	defer s.Close(context.Background())
-	d, err := c.Describe(ctx, envOf(t, c, taskID))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tools, err := ToolsFor(res, d.ActionSchema)
+	tools, err := ToolsFor(res)
 	if err != nil {
 		t.Fatal(err)
 	}

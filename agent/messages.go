@@ -12,7 +12,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/nextstate-rl/nextstate/envs/gui"
 	"github.com/nextstate-rl/nextstate/gym"
 )
 
@@ -324,65 +323,26 @@ func firstMessage(reset gym.ResetResult) message {
 }
 
 // ToolsFor returns the tools to offer a model in an episode, in the
-// OpenAI "tools" shape: the reset info's "tools", else a tools.json file
-// in the reset observation (tool-call kinds), else, for kinds whose action
-// schema takes gui_action parts, the "computer" tool (gui.Tool). Nil means
-// the model acts in plain text.
-func ToolsFor(reset gym.ResetResult, actionSchema json.RawMessage) (json.RawMessage, error) {
-	if t, ok := reset.Info["tools"]; ok && t != nil {
-		j, err := json.Marshal(t)
-		if err != nil {
-			return nil, fmt.Errorf("reset info \"tools\": %w", err)
-		}
-		if err := checkTools(j); err != nil {
-			return nil, fmt.Errorf("reset info \"tools\": %w", err)
-		}
-		return j, nil
+// OpenAI "tools" shape: the reset info's (gym.InfoTools), else a
+// tools.json file in the reset observation. Nil means the model acts in
+// plain text.
+func ToolsFor(reset gym.ResetResult) (json.RawMessage, error) {
+	tools, listed, err := reset.Info.Tools()
+	if err != nil {
+		return nil, fmt.Errorf("reset info: %w", err)
+	}
+	if listed {
+		return json.Marshal(tools)
 	}
 	for _, p := range reset.Observation.Parts {
 		if p.Type == gym.PartFile && p.File.Path == "tools.json" && len(p.File.Data) > 0 {
-			if err := checkTools(p.File.Data); err != nil {
+			if _, _, err := (gym.Info{gym.InfoTools: json.RawMessage(p.File.Data)}).Tools(); err != nil {
 				return nil, fmt.Errorf("tools.json in the reset observation: %w", err)
 			}
 			return json.RawMessage(p.File.Data), nil
 		}
 	}
-	if acceptsPart(actionSchema, gym.PartGUIAction) {
-		j, _ := json.Marshal([]any{gui.Tool()})
-		return j, nil
-	}
 	return nil, nil
-}
-
-func checkTools(j []byte) error {
-	var ts []struct {
-		Type     string `json:"type"`
-		Function struct {
-			Name string `json:"name"`
-		} `json:"function"`
-	}
-	if err := json.Unmarshal(j, &ts); err != nil {
-		return fmt.Errorf("want a list of {\"type\":\"function\",\"function\":{...}}: %w", err)
-	}
-	for i, t := range ts {
-		if t.Function.Name == "" {
-			return fmt.Errorf("tool %d has no function name", i)
-		}
-	}
-	return nil
-}
-
-// acceptsPart reports whether a kind's action schema (gym.PartsSchema's
-// shape) defines parts of type t.
-func acceptsPart(schema json.RawMessage, t gym.PartType) bool {
-	var s struct {
-		Defs map[string]json.RawMessage `json:"$defs"`
-	}
-	if json.Unmarshal(schema, &s) != nil {
-		return false
-	}
-	_, ok := s.Defs[string(t)]
-	return ok
 }
 
 // decision is what the agent makes of one model reply.

@@ -53,8 +53,6 @@ type Runner struct {
 	Progress func(Progress)
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
-
-	schemas sync.Map // env kind -> action schema (json.RawMessage)
 }
 
 // Progress is where a run stands.
@@ -354,15 +352,7 @@ func (r *Runner) play(ctx context.Context, t trial) (*Result, *Trajectory, error
 	if r.Oracle {
 		ep, err = playOracle(ctx, sess, reset, oracle)
 	} else {
-		schema, serr := r.actionSchema(ctx, t.task.Env)
-		if serr != nil {
-			if ctx.Err() != nil {
-				return nil, nil, ctx.Err()
-			}
-			row.Failure = failureOf(serr)
-			return finish(nil)
-		}
-		tools, terr := ToolsFor(reset, schema)
+		tools, terr := ToolsFor(reset)
 		if terr != nil {
 			row.Failure = &gym.Failure{Fault: gym.FaultInfra, Reason: "bad_tools", Message: terr.Error()}
 			return finish(nil)
@@ -409,19 +399,6 @@ func (r *Runner) create(ctx context.Context, req gym.CreateRequest) (*client.Ses
 		case <-t.C:
 		}
 	}
-}
-
-// actionSchema is a kind's action schema, asked of the server once.
-func (r *Runner) actionSchema(ctx context.Context, env string) (json.RawMessage, error) {
-	if s, ok := r.schemas.Load(env); ok {
-		return s.(json.RawMessage), nil
-	}
-	d, err := r.Client.Describe(ctx, env)
-	if err != nil {
-		return nil, err
-	}
-	r.schemas.Store(env, d.ActionSchema)
-	return d.ActionSchema, nil
 }
 
 // playOracle plays an episode with a task's oracle. When the oracle has

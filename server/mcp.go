@@ -482,37 +482,16 @@ func addTool(s *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) (err error) {
 	return nil
 }
 
-// openAITool is one entry of a reset info's "tools".
-type openAITool struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
-	} `json:"function"`
-}
-
-// mcpTools reads a reset info's "tools" (the OpenAI shape) as MCP tools.
-// listed is false when the info has no "tools".
+// mcpTools reads a reset info's "tools" (gym.InfoTools, the OpenAI shape)
+// as MCP tools. listed is false when the info has no "tools".
 func mcpTools(info gym.Info) (tools []*mcp.Tool, listed bool, err error) {
-	v, ok := info["tools"]
-	if !ok || v == nil {
-		return nil, false, nil
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, true, fmt.Errorf(`info "tools" does not encode: %w`, err)
-	}
-	var list []openAITool
-	if err := json.Unmarshal(b, &list); err != nil {
-		return nil, true, fmt.Errorf(`info "tools" is not a list of {"type":"function","function":{"name","description","parameters"}}: %v`, err)
+	list, listed, err := info.Tools()
+	if !listed || err != nil {
+		return nil, listed, err
 	}
 	tools = []*mcp.Tool{}
-	for i, t := range list {
+	for _, t := range list {
 		f := t.Function
-		if f.Name == "" {
-			return nil, true, fmt.Errorf(`info "tools"[%d] has no function name`, i)
-		}
 		schema := map[string]any{}
 		if p := bytes.TrimSpace(f.Parameters); len(p) > 0 && string(p) != "null" {
 			if err := json.Unmarshal(p, &schema); err != nil {

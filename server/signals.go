@@ -554,7 +554,7 @@ func promptKind(env string, resetInfo gym.Info) string {
 	case env == "tau2-retail-v1" || env == "bfcl-v1" || env == "code-interpreter-v1":
 		return rl.KindToolCall
 	}
-	if _, ok := resetInfo["tools"]; ok {
+	if _, ok := resetInfo[gym.InfoTools]; ok {
 		return rl.KindToolCall
 	}
 	return rl.KindDefault

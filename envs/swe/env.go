@@ -86,7 +86,7 @@ func (e *Env) Reset(ctx context.Context, task *gym.Task, _ int64, _ gym.Options)
 		instr = Instruction(in)
 	}
 	info := gym.Info{
-		"tools":       OpenAITools(),
+		gym.InfoTools: OpenAITools(),
 		"workdir":     Workdir,
 		"language":    e.repo.Language,
 		"instance_id": in.InstanceID,

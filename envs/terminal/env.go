@@ -129,9 +129,9 @@ func (e *Env) Reset(ctx context.Context, task *gym.Task, _ int64, opts gym.Optio
 		instr = "You are in a shell. There is no task: explore, then call submit."
 	}
 	info := gym.Info{
-		"tools":   OpenAITools(),
-		"workdir": e.workdir,
-		"sandbox": e.backendName,
+		gym.InfoTools: OpenAITools(),
+		"workdir":     e.workdir,
+		"sandbox":     e.backendName,
 	}
 	return gym.TextObservation(instr), info, nil
 }

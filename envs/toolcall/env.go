@@ -181,7 +181,7 @@ func (e *Env) Reset(ctx context.Context, task *gym.Task, seed int64, opts gym.Op
 		gym.TextPart(ep.Opening()),
 		{Type: gym.PartFile, File: &gym.File{Path: "tools.json", Blob: gym.Blob{MIME: "application/json", Data: toolsJSON}}},
 	}}
-	return obs, gym.Info{"tools": openai, "max_tool_errors": maxErrors}, nil
+	return obs, gym.Info{gym.InfoTools: openai, "max_tool_errors": maxErrors}, nil
 }
 
 // Step implements gym.Env: each tool call is checked and run in order and

@@ -135,7 +135,7 @@ func (e *Env) Reset(ctx context.Context, task *gym.Task, _ int64, opts gym.Optio
 	info := gym.Info{
 		"width": data.Width, "height": data.Height, "coords": coords,
 		"display": ":" + strconv.Itoa(e.x.num), "sandbox": e.kind.sandbox,
-		"tools": []map[string]any{gui.Tool()},
+		gym.InfoTools: []map[string]any{gui.Tool()},
 	}
 	return gym.Observation{Parts: []gym.Part{gym.TextPart(instr), e.image(png)}}, info, nil
 }

@@ -155,7 +155,7 @@ func (e *Env) Reset(ctx context.Context, task *gym.Task, seed int64, opts gym.Op
 		return gym.Observation{}, nil, err
 	}
 	info := e.info(st)
-	info["tools"] = []any{gui.Tool()}
+	info[gym.InfoTools] = []any{gui.Tool()}
 	info["coords"] = map[bool]string{false: "pixels", true: "grid"}[e.grid]
 	info["viewport"] = map[string]int{"width": d.Width, "height": d.Height}
 	info["episode_ms"] = e.maxTime.Milliseconds()
