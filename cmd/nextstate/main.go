@@ -1,10 +1,23 @@
-// Command nextstate is the one binary of the nextstate gym: it serves
-// environments to agents (serve) and a model (serve-model), lists env kinds
-// and tasks and validates task folders (envs, tasks), builds sandbox images
-// (image), writes trajectories out (export), measures the server, the
-// sandboxes and the model (bench), shows the whole loop on built-in envs
-// (demo), and benchmarks models or oracles on suites (run). Env kinds and
-// sandbox backends are compiled in by the blank imports below.
+// Command nextstate is the one binary of the nextstate gym. Its commands:
+//
+//	serve        serve envs to agents over WebSocket and HTTP (and, with
+//	             --proxy-upstream, the learning proxy beside them)
+//	serve-model  serve a local Qwen3 model over an OpenAI-compatible API
+//	envs         list the env kinds compiled in
+//	tasks        list built-in tasks and suites; validate terminal task folders
+//	export       write trajectories out of the store
+//	bench        measure the server (ws), sandboxes, the model, BFCL
+//	             scoring and the GUI kinds
+//	demo         play every built-in task with its oracle, over a server of
+//	             its own, and report
+//	run          benchmark a model, or the tasks' oracles, on a suite
+//	swe          build Go SWE instances from releases; evaluate predictions
+//	proxy        an OpenAI-compatible proxy that learns from conversations
+//	image        build sandbox images on Docker engines, with no registry
+//	version      print the version and the protocol's (wire.Version)
+//
+// `nextstate help COMMAND` says more. Env kinds and sandbox backends are
+// compiled in by the blank imports below.
 package main
 
 import (
@@ -22,6 +35,7 @@ import (
 	_ "github.com/nextstate-rl/nextstate/envs/toolcall/retail"
 	_ "github.com/nextstate-rl/nextstate/gym/testenvs"
 	"github.com/nextstate-rl/nextstate/server"
+	"github.com/nextstate-rl/nextstate/wire"
 )
 
 func main() {
@@ -50,9 +64,9 @@ func newVersion() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if asJSON {
-				return printJSON(cmd.OutOrStdout(), map[string]string{"version": server.Version, "protocol": "nextstate.v1"})
+				return printJSON(cmd.OutOrStdout(), map[string]string{"version": server.Version, "protocol": wire.Version})
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "nextstate %s (protocol nextstate.v1)\n", server.Version)
+			fmt.Fprintf(cmd.OutOrStdout(), "nextstate %s (protocol %s)\n", server.Version, wire.Version)
 			return nil
 		},
 	}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"go/parser"
+	"go/token"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/server"
+	"github.com/nextstate-rl/nextstate/wire"
 )
 
 // run executes the CLI with args and returns what it printed.
@@ -193,7 +196,31 @@ func TestEnvsAndVersion(t *testing.T) {
 		t.Errorf("envs --json: %v\n%s", err, out)
 	}
 	out, err = run(t, "version")
-	if err != nil || !strings.Contains(out, "nextstate.v1") {
+	if err != nil || !strings.Contains(out, wire.Version) {
 		t.Errorf("version: %v %q", err, out)
+	}
+}
+
+// TestDocListsCommands: the package doc (main.go) names every command the
+// binary has, and no other.
+func TestDocListsCommands(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "main.go", nil, parser.ParseComments|parser.PackageClauseOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, line := range strings.Split(f.Doc.Text(), "\n") {
+		if rest, ok := strings.CutPrefix(line, "\t"); ok && rest != "" && rest[0] != ' ' {
+			listed[strings.Fields(rest)[0]] = true
+		}
+	}
+	for _, c := range newRoot().Commands() {
+		if !listed[c.Name()] {
+			t.Errorf("the package doc does not list the command %q", c.Name())
+		}
+		delete(listed, c.Name())
+	}
+	for name := range listed {
+		t.Errorf("the package doc lists %q, which is not a command", name)
 	}
 }
