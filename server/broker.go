@@ -20,9 +20,10 @@ import (
 // and resubscribes from the last seq it saw. Events are sent in their public
 // form (publicJSON).
 type broker struct {
-	mu   sync.RWMutex
-	subs map[*subscription]struct{}
-	last atomic.Int64 // the highest seq published
+	mu    sync.RWMutex
+	subs  map[*subscription]struct{}
+	funcs funcSubs     // in-process subscribers (Server.Subscribe, mounted.go)
+	last  atomic.Int64 // the highest seq published
 }
 
 // subscription is one events.subscribe on one connection.
@@ -67,6 +68,7 @@ func (b *broker) publish(evs []*gym.Event) {
 	if len(evs) > 0 {
 		b.last.Store(evs[len(evs)-1].Seq)
 	}
+	b.funcs.publish(evs)
 	b.mu.RLock()
 	if len(b.subs) == 0 {
 		b.mu.RUnlock()

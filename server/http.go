@@ -40,7 +40,6 @@ func (s *Server) routes() *http.ServeMux {
 	mux.Handle("POST /v1/sessions/{id}/close", s.mirror(wire.MethodSessionClose, withSession))
 	mux.Handle("DELETE /v1/sessions/{id}", s.mirror(wire.MethodSessionClose, withSession))
 	mux.Handle("POST /v1/sessions/{id}/rewards", s.mirror(wire.MethodRewardAdd, withSession))
-	mux.Handle("/v1/sessions/{id}/mcp", newMCPHub(s)) // MCP over streamable HTTP (mcp.go); s.auth inside
 	mux.Handle("GET /v1/sessions/{id}/events", s.mirror(wire.MethodSessionResume, func(r *http.Request, _ []byte) (any, error) {
 		after, lim, err := seqAndLimit(r)
 		return wire.ResumeParams{Session: r.PathValue("id"), AfterSeq: after, Limit: lim}, err

@@ -10,10 +10,18 @@
 // finish, closes WebSockets with a close frame, closes every session (and so
 // every env) and flushes the store, all bounded by its ctx.
 //
+// Components that live in the server's process are mounted with Mount
+// (cmd/nextstate mounts package mcp's Hub and package proxy): they answer
+// routes of their own behind the server's token, and may step sessions as
+// the server's own requests do (Step), follow the committed events
+// (Subscribe) and learn when Shutdown starts (RegisterOnShutdown); see
+// mounted.go.
+//
 // What agents read back is filtered in one place: every stored event the
-// server sends (session.resume, events.subscribe replayed and live, GET
-// /v1/events and /v1/sessions/{id}/events, the resets MCP reads its tools
-// from, a replayed step's answer) is the event's gym.Event.Public form, so
+// server sends or hands on (session.resume, events.subscribe replayed and
+// live, GET /v1/events and /v1/sessions/{id}/events, Subscribe's events,
+// which MCP reads its tools from, a replayed step's answer) is the event's
+// gym.Event.Public form, so
 // that no agent sees the verifier's details (expected answers, hidden
 // tests) and replays them after a reset. The store keeps them for trainers
 // (`nextstate export --with-verifier`). A server that starts on a store

@@ -18,6 +18,7 @@ import (
 
 	_ "github.com/nextstate-rl/nextstate/envs/terminal" // terminal-v1
 	"github.com/nextstate-rl/nextstate/gym"
+	_ "github.com/nextstate-rl/nextstate/mcp/mcptest" // mcptest-v1
 	"github.com/nextstate-rl/nextstate/rl"
 	"github.com/nextstate-rl/nextstate/sandbox"
 	_ "github.com/nextstate-rl/nextstate/sandbox/bwrap" // the bwrap backend
@@ -29,7 +30,7 @@ import (
 // microseconds, over loopback WebSockets with the store on) of echo-v1, of
 // terminal-v1 (shell_exec "true" in a bubblewrap sandbox; skipped where
 // bwrap cannot run) and of a tool-call kind (mcptest-v1, the toolcall env
-// over a counter domain),
+// over a counter domain, from package mcp/mcptest),
 // without a judge and with a judge whose every call takes 2s (4 workers,
 // a queue of 256: past it each step is recorded as not judged,
 // queue_full, one more store write per step). sessions clients step at

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nextstate-rl/nextstate/gym"
+	"github.com/nextstate-rl/nextstate/mcp"
 	"github.com/nextstate-rl/nextstate/rl"
 	"github.com/nextstate-rl/nextstate/server"
 )
@@ -181,6 +182,9 @@ func runServe(ctx context.Context, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	// Every session whose kind lists tools is also an MCP server.
+	hub := mcp.New(srv, mcp.Config{SessionTimeout: f.idleTTL, Version: server.Version, Logger: log})
+	srv.Mount([]string{mcp.Pattern}, hub, hub.Close)
 	if f.proxy.upstream != "" {
 		if err := mountProxy(srv, f.dataDir, f.proxy, f.judge); err != nil {
 			srv.Shutdown(context.Background())

@@ -1,4 +1,4 @@
-package server
+package mcp
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"slices"
 	"strings"
@@ -15,155 +14,14 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/nextstate-rl/nextstate/envs/toolcall"
 	"github.com/nextstate-rl/nextstate/gym"
+	_ "github.com/nextstate-rl/nextstate/mcp/mcptest" // mcptest-v1, mcpreply-v1
+	"github.com/nextstate-rl/nextstate/server"
 	"github.com/nextstate-rl/nextstate/store"
 	"github.com/nextstate-rl/nextstate/wire"
 )
-
-// mcptest-v1 is a tool-call kind over a tiny stateful domain: a counter to
-// bring to the task's target, and notes when the task asks for them.
-// mcpreply-v1 is a kind of its own (not toolcall) whose tool results come
-// with a user's reply, and whose "crash" tool fails the env.
-func init() {
-	gym.Register(toolcall.NewKind(toolcall.Config{
-		Name:        "mcptest-v1",
-		Description: "A counter to bring to a target (the MCP tests' domain).",
-		Tasks: []gym.Task{
-			{ID: "mcptest-3", Env: "mcptest-v1", Instruction: "Bring the counter to 3, then call done.", Data: json.RawMessage(`{"target":3}`)},
-			{ID: "mcptest-notes", Env: "mcptest-v1", Instruction: "Bring the counter to 1 and take notes.", Data: json.RawMessage(`{"target":1,"notes":true}`)},
-		},
-	}, counterDomain{}))
-	gym.Register(replyKind{})
-}
-
-type counterDomain struct{}
-
-type counterTask struct {
-	Target int  `json:"target"`
-	Notes  bool `json:"notes"`
-}
-
-func (counterDomain) Start(_ context.Context, task *gym.Task, _ int64, _ gym.Options) (toolcall.Episode, error) {
-	var ct counterTask
-	if err := json.Unmarshal(task.Data, &ct); err != nil {
-		return nil, gym.AgentFault("bad_task", fmt.Errorf("task data: want {\"target\": N, \"notes\"?: bool}: %w", err))
-	}
-	return &counterEpisode{task: ct}, nil
-}
-
-type counterEpisode struct {
-	task  counterTask
-	count int
-	notes []string
-}
-
-func (e *counterEpisode) Tools() []toolcall.Tool {
-	ts := []toolcall.Tool{
-		{Name: "add", Description: "Add amount to the counter.", Parameters: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"integer"}},"required":["amount"]}`)},
-		{Name: "get", Description: "Read the counter.", Parameters: json.RawMessage(`{"type":"object","properties":{}}`)},
-		{Name: "done", Description: "End the episode.", Parameters: json.RawMessage(`{"type":"object","properties":{}}`)},
-	}
-	if e.task.Notes {
-		ts = append(ts, toolcall.Tool{Name: "note", Description: "Write a note.",
-			Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)})
-	}
-	return ts
-}
-
-func (e *counterEpisode) Opening() string {
-	return fmt.Sprintf("Bring the counter to %d, then call done.", e.task.Target)
-}
-
-func (e *counterEpisode) Call(_ context.Context, name string, args json.RawMessage) (toolcall.Result, error) {
-	switch name {
-	case "add":
-		var a struct{ Amount int }
-		if err := json.Unmarshal(args, &a); err != nil {
-			return toolcall.Result{}, err
-		}
-		if a.Amount == 0 {
-			return toolcall.Result{}, toolcall.Errorf("Error: adding 0 changes nothing")
-		}
-		e.count += a.Amount
-		return toolcall.Result{Content: fmt.Sprintf("count=%d", e.count)}, nil
-	case "get":
-		return toolcall.Result{Content: fmt.Sprintf("count=%d notes=%d", e.count, len(e.notes))}, nil
-	case "note":
-		var a struct{ Text string }
-		if err := json.Unmarshal(args, &a); err != nil {
-			return toolcall.Result{}, err
-		}
-		e.notes = append(e.notes, a.Text)
-		return toolcall.Result{Content: fmt.Sprintf("%d notes", len(e.notes))}, nil
-	case "done":
-		return toolcall.Result{Content: "done", End: true}, nil
-	}
-	return toolcall.Result{}, fmt.Errorf("counter: no tool %q", name)
-}
-
-func (e *counterEpisode) Say(context.Context, string) (string, bool, error) {
-	return "", false, toolcall.Errorf("nobody is listening: use the tools")
-}
-
-func (e *counterEpisode) Verify(context.Context) (float64, gym.Info, error) {
-	r := 0.0
-	if e.count == e.task.Target {
-		r = 1
-	}
-	return r, gym.Info{"count": e.count, "target": e.task.Target}, nil
-}
-
-func (e *counterEpisode) Close(context.Context) error { return nil }
-
-type replyKind struct{}
-
-func (replyKind) Spec() gym.Spec {
-	return gym.Spec{
-		Name:              "mcpreply-v1",
-		Description:       "Tool results with a user's reply; the crash tool fails the env (the MCP tests' kind).",
-		ActionSchema:      gym.PartsSchema(1, 4, gym.PartToolCall),
-		ObservationSchema: gym.PartsSchema(0, 8, gym.PartText, gym.PartToolResult),
-		Tasks:             []gym.Task{{ID: "mcpreply-1", Env: "mcpreply-v1", Instruction: "Ask."}},
-	}
-}
-
-func (replyKind) New(context.Context) (gym.Env, error) { return replyEnv{}, nil }
-
-type replyEnv struct{}
-
-var replyTools = []map[string]any{
-	{"type": "function", "function": map[string]any{"name": "ask", "description": "Ask the user.",
-		"parameters": map[string]any{"properties": map[string]any{"q": map[string]any{"type": "string"}}}}},
-	{"type": "function", "function": map[string]any{"name": "crash", "description": "Break the env."}},
-}
-
-func (replyEnv) Reset(context.Context, *gym.Task, int64, gym.Options) (gym.Observation, gym.Info, error) {
-	return gym.TextObservation("Ask."), gym.Info{"tools": replyTools}, nil
-}
-
-func (replyEnv) Step(_ context.Context, a gym.Action) (gym.Transition, error) {
-	var tr gym.Transition
-	for _, p := range a.Parts {
-		if p.ToolCall.Function.Name == "crash" {
-			return tr, gym.InfraFault("backend_died", errors.New("the backend died"))
-		}
-		tr.Observation.Parts = append(tr.Observation.Parts,
-			gym.Part{Type: gym.PartToolResult, ToolResult: &gym.ToolResult{CallID: p.ToolCall.ID, Name: "ask", Content: "asked"}},
-			gym.TextPart("the user says: fine"))
-	}
-	return tr, nil
-}
-
-func (replyEnv) Close(context.Context) error { return nil }
-
-// mcpHubOf returns the server's MCP route handler.
-func mcpHubOf(ts *testServer) *mcpHub {
-	h, _ := ts.http.Handler.(*http.ServeMux).Handler(httptest.NewRequest(http.MethodPost, "/v1/sessions/x/mcp", nil))
-	return h.(*mcpHub)
-}
 
 // bearer adds a token to every request.
 type bearer struct {
@@ -179,7 +37,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // mcpConnect connects the SDK's client to a session's MCP endpoint, with
 // the server's token; Cleanup closes it.
-func (ts *testServer) mcpConnect(session string, opts *mcp.ClientOptions) *mcp.ClientSession {
+func (ts *testServer) mcpConnect(session string, opts *sdk.ClientOptions) *sdk.ClientSession {
 	ts.tb.Helper()
 	cs, _, err := ts.tryMCPConnect(session, opts)
 	if err != nil {
@@ -190,16 +48,16 @@ func (ts *testServer) mcpConnect(session string, opts *mcp.ClientOptions) *mcp.C
 
 // tryMCPConnect connects and returns the session and a func that closes
 // it and its connections, which Cleanup also calls.
-func (ts *testServer) tryMCPConnect(session string, opts *mcp.ClientOptions) (*mcp.ClientSession, func(), error) {
+func (ts *testServer) tryMCPConnect(session string, opts *sdk.ClientOptions) (*sdk.ClientSession, func(), error) {
 	tr := &http.Transport{}
 	var rt http.RoundTripper = tr
 	if ts.token != "" {
 		rt = bearer{ts.token, tr}
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcptest", Version: "1"}, opts)
+	client := sdk.NewClient(&sdk.Implementation{Name: "mcptest", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{
 		Endpoint: ts.base + "/v1/sessions/" + session + "/mcp", HTTPClient: &http.Client{Transport: rt}}, nil)
 	if err != nil {
 		tr.CloseIdleConnections()
@@ -225,11 +83,11 @@ func (ts *testServer) httpCreate(p gym.CreateRequest) gym.ResetResult {
 	return r
 }
 
-func mcpCall(t *testing.T, cs *mcp.ClientSession, name string, args any, meta mcp.Meta) *mcp.CallToolResult {
+func mcpCall(t *testing.T, cs *sdk.ClientSession, name string, args any, meta sdk.Meta) *sdk.CallToolResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args, Meta: meta})
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args, Meta: meta})
 	if err != nil {
 		t.Fatalf("tools/call %s(%v): %v", name, args, err)
 	}
@@ -237,10 +95,10 @@ func mcpCall(t *testing.T, cs *mcp.ClientSession, name string, args any, meta mc
 }
 
 // texts returns a result's text contents.
-func texts(r *mcp.CallToolResult) []string {
+func texts(r *sdk.CallToolResult) []string {
 	var out []string
 	for _, c := range r.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
+		if tc, ok := c.(*sdk.TextContent); ok {
 			out = append(out, tc.Text)
 		}
 	}
@@ -248,19 +106,19 @@ func texts(r *mcp.CallToolResult) []string {
 }
 
 // outcome decodes a result's _meta "nextstate/step".
-func outcome(t *testing.T, r *mcp.CallToolResult) mcpOutcome {
+func outcome(t *testing.T, r *sdk.CallToolResult) stepOutcome {
 	t.Helper()
-	v, ok := r.Meta[mcpStepMeta]
+	v, ok := r.Meta[stepMeta]
 	if !ok {
-		t.Fatalf("result %+v has no _meta %q", r, mcpStepMeta)
+		t.Fatalf("result %+v has no _meta %q", r, stepMeta)
 	}
 	b, _ := json.Marshal(v)
-	var o mcpOutcome
+	var o stepOutcome
 	mustUnmarshal(t, b, &o)
 	return o
 }
 
-func listTools(t *testing.T, cs *mcp.ClientSession) []*mcp.Tool {
+func listTools(t *testing.T, cs *sdk.ClientSession) []*sdk.Tool {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
@@ -271,7 +129,7 @@ func listTools(t *testing.T, cs *mcp.ClientSession) []*mcp.Tool {
 	return res.Tools
 }
 
-func toolNames(ts []*mcp.Tool) []string {
+func toolNames(ts []*sdk.Tool) []string {
 	var out []string
 	for _, t := range ts {
 		out = append(out, t.Name)
@@ -336,7 +194,7 @@ func TestMCPToolsAndCalls(t *testing.T) {
 	}
 
 	// A step id in _meta makes a retried call answer from the record.
-	meta := mcp.Meta{mcpStepIDMeta: "st-add-1"}
+	meta := sdk.Meta{stepIDMeta: "st-add-1"}
 	first := mcpCall(t, cs, "add", map[string]any{"amount": 1}, meta)
 	again := mcpCall(t, cs, "add", map[string]any{"amount": 1}, meta)
 	if o1, o2 := outcome(t, first), outcome(t, again); o1.StepID != "st-add-1" || o1.Replayed || !o2.Replayed || o2.Step != o1.Step ||
@@ -346,9 +204,9 @@ func TestMCPToolsAndCalls(t *testing.T) {
 	if r := mcpCall(t, cs, "get", nil, nil); texts(r)[0] != "count=3 notes=0" {
 		t.Errorf("get after a retried add = %q, want count=3: the retry ran again", texts(r))
 	}
-	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get", Meta: mcp.Meta{mcpStepIDMeta: 7}}); err == nil ||
-		!strings.Contains(err.Error(), mcpStepIDMeta) {
-		t.Errorf("a step id that is not a string: err = %v, want an error naming %s", err, mcpStepIDMeta)
+	if _, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "get", Meta: sdk.Meta{stepIDMeta: 7}}); err == nil ||
+		!strings.Contains(err.Error(), stepIDMeta) {
+		t.Errorf("a step id that is not a string: err = %v, want an error naming %s", err, stepIDMeta)
 	}
 
 	// The episode's end: terminated, the verifier's reward.
@@ -411,7 +269,7 @@ func TestMCPSameEventsAsGymProtocol(t *testing.T) {
 	viaMCP := ts.httpCreate(gym.CreateRequest{TaskID: "mcptest-3", Seed: 5}).Session
 	viaWS := ts.httpCreate(gym.CreateRequest{TaskID: "mcptest-3", Seed: 5}).Session
 	cs := ts.mcpConnect(viaMCP, nil)
-	ws := ts.dial()
+	ws := ts.dial().Attach(viaWS)
 
 	calls := []struct {
 		name string
@@ -421,9 +279,11 @@ func TestMCPSameEventsAsGymProtocol(t *testing.T) {
 		var args map[string]any
 		mustUnmarshal(t, []byte(c.args), &args)
 		mr := mcpCall(t, cs, c.name, args, nil)
-		var wr gym.StepResult
-		ws.mustCall(wire.MethodSessionStep, wire.StepParams{Session: viaWS, StepID: fmt.Sprintf("st-%d", i), Action: gym.Action{Parts: []gym.Part{
-			{Type: gym.PartToolCall, ToolCall: &gym.ToolCall{ID: fmt.Sprintf("call_%d", i), Type: "function", Function: gym.FunctionCall{Name: c.name, Arguments: c.args}}}}}}, &wr)
+		wr, err := ws.StepWithID(t.Context(), fmt.Sprintf("st-%d", i), gym.Action{Parts: []gym.Part{
+			{Type: gym.PartToolCall, ToolCall: &gym.ToolCall{ID: fmt.Sprintf("call_%d", i), Type: "function", Function: gym.FunctionCall{Name: c.name, Arguments: c.args}}}}})
+		if err != nil {
+			t.Fatalf("%s(%s) over WebSocket: %v", c.name, c.args, err)
+		}
 		o := outcome(t, mr)
 		if o.Reward != wr.Reward || o.Terminated != wr.Terminated || o.Truncated != wr.Truncated || o.Step != wr.Step ||
 			texts(mr)[0] != wr.Observation.Parts[0].ToolResult.Content || mr.IsError != wr.Observation.Parts[0].ToolResult.IsError {
@@ -448,7 +308,7 @@ func TestMCPToolsChangeOnReset(t *testing.T) {
 	ts := startServer(t)
 	sess := ts.httpCreate(gym.CreateRequest{TaskID: "mcptest-3"}).Session
 	changed := make(chan struct{}, 8)
-	cs := ts.mcpConnect(sess, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+	cs := ts.mcpConnect(sess, &sdk.ClientOptions{ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
 		changed <- struct{}{}
 	}})
 	if got := toolNames(listTools(t, cs)); !slices.Equal(got, []string{"add", "done", "get"}) {
@@ -497,7 +357,7 @@ func TestMCPReplyAndFailure(t *testing.T) {
 	if r.IsError || !slices.Equal(texts(r), []string{"asked", "the user says: fine"}) {
 		t.Fatalf("ask = %v %q, want the tool result then the user's reply", r.IsError, texts(r))
 	}
-	hub := mcpHubOf(ts)
+	hub := ts.hub
 	r = mcpCall(t, cs, "crash", nil, nil)
 	o := outcome(t, r)
 	if !r.IsError || o.Failure == nil || o.Failure.Fault != gym.FaultInfra || o.Failure.Reason != "backend_died" || !o.Truncated ||
@@ -506,7 +366,7 @@ func TestMCPReplyAndFailure(t *testing.T) {
 	}
 	// The failure closed the session: its MCP server goes with it.
 	waitFor(t, "the closed session's MCP server to be dropped", func() bool { return hub.cached() == 0 })
-	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask"}); err == nil {
+	if _, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "ask"}); err == nil {
 		t.Errorf("a call on the closed session succeeded")
 	}
 }
@@ -520,7 +380,7 @@ func TestMCPNoTools(t *testing.T) {
 	if !errors.As(err, &je) || je.Code != wire.CodeBadRequest || !strings.Contains(je.Message, "echo-v1, which lists no tools") {
 		t.Fatalf("tools/list on echo-v1: err = %v, want code %d saying the kind lists no tools", err, wire.CodeBadRequest)
 	}
-	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo"})
+	_, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "echo"})
 	if !errors.As(err, &je) || !strings.Contains(je.Message, "lists no tools") {
 		t.Fatalf("tools/call on echo-v1: err = %v, want the same error", err)
 	}
@@ -555,7 +415,7 @@ func rawMCP(t *testing.T, ts *testServer, url, token, mcpSession, body string) (
 const mcpInitialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}`
 
 func TestMCPRawHTTP(t *testing.T) {
-	ts := startServer(t, func(c *Config) { c.Token = "sekret" })
+	ts := startServer(t, func(c *server.Config) { c.Token = "sekret" })
 	sess := ts.httpCreate(gym.CreateRequest{TaskID: "mcptest-3"}).Session
 	url := ts.base + "/v1/sessions/" + sess + "/mcp"
 
@@ -600,14 +460,14 @@ func TestMCPUnknownSession(t *testing.T) {
 	if _, _, err := ts.tryMCPConnect("s_nope", nil); err == nil || !strings.Contains(err.Error(), "s_nope") {
 		t.Errorf("the SDK client on an unknown session: err = %v, want one naming it", err)
 	}
-	if n := mcpHubOf(ts).cached(); n != 0 {
+	if n := ts.hub.cached(); n != 0 {
 		t.Errorf("%d MCP servers cached for no session", n)
 	}
 }
 
 func TestMCPCloseDropsServer(t *testing.T) {
 	ts := startServer(t)
-	hub := mcpHubOf(ts)
+	hub := ts.hub
 	sess := ts.httpCreate(gym.CreateRequest{TaskID: "mcptest-3"}).Session
 	ts.hc.CloseIdleConnections()
 	baseline := runtime.NumGoroutine()
@@ -656,9 +516,59 @@ func TestMCPShutdownWithClient(t *testing.T) {
 	if err := ts.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown with an MCP client connected: %v", err)
 	}
-	if n := mcpHubOf(ts).cached(); n != 0 {
+	if n := ts.hub.cached(); n != 0 {
 		t.Errorf("%d MCP servers cached after Shutdown", n)
 	}
+}
+
+func TestMCPDraining(t *testing.T) {
+	ts := startServer(t)
+	sess := ts.httpCreate(gym.CreateRequest{TaskID: "mcptest-3"}).Session
+	ts.hub.shutdown() // the server's shutdown hook
+	for _, id := range []string{sess, "s_nope"} {
+		code, _, b := rawMCP(t, ts, ts.base+"/v1/sessions/"+id+"/mcp", "", "", mcpInitialize)
+		var r wire.Response
+		mustUnmarshal(t, b, &r)
+		if code != http.StatusServiceUnavailable || r.Error == nil || r.Error.Code != wire.CodeShuttingDown {
+			t.Errorf("MCP on %s while the server drains: HTTP %d %s, want 503 with code %d", id, code, b, wire.CodeShuttingDown)
+		}
+	}
+}
+
+// The follower reads what it missed from the store when its queue
+// overflowed: here, events it was never handed.
+func TestMCPResyncAfterLostEvents(t *testing.T) {
+	ts := startServer(t)
+	sess := ts.httpCreate(gym.CreateRequest{TaskID: "mcptest-3"}).Session
+	changed := make(chan struct{}, 8)
+	cs := ts.mcpConnect(sess, &sdk.ClientOptions{ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+		changed <- struct{}{}
+	}})
+	listTools(t, cs)
+	ts.hub.mu.Lock()
+	f := ts.hub.follow
+	ts.hub.mu.Unlock()
+	lose := func() {
+		f.mu.Lock()
+		f.lost = true
+		f.mu.Unlock()
+		f.nudge()
+	}
+	f.stop() // from here on the follower is handed nothing
+	if code, _, b := ts.do(http.MethodPost, "/v1/sessions/"+sess+"/reset", map[string]any{"task_id": "mcptest-notes"}); code != http.StatusOK {
+		t.Fatalf("reset: HTTP %d: %s", code, b)
+	}
+	lose()
+	select {
+	case <-changed:
+	case <-time.After(waitTimeout):
+		t.Fatalf("no notifications/tools/list_changed in %s after a reset the follower read from the store", waitTimeout)
+	}
+	if code, _, b := ts.do(http.MethodDelete, "/v1/sessions/"+sess, nil); code != http.StatusOK {
+		t.Fatalf("closing the session: HTTP %d %s", code, b)
+	}
+	lose()
+	waitFor(t, "the closed session's MCP server to be dropped", func() bool { return ts.hub.cached() == 0 })
 }
 
 func TestMCPSessionCap(t *testing.T) {
@@ -666,7 +576,7 @@ func TestMCPSessionCap(t *testing.T) {
 	sess := ts.httpCreate(gym.CreateRequest{TaskID: "mcptest-3"}).Session
 	url := ts.base + "/v1/sessions/" + sess + "/mcp"
 	var ids []string
-	for range maxMCPSessions {
+	for range maxSessions {
 		code, h, b := rawMCP(t, ts, url, "", "", mcpInitialize)
 		if code != http.StatusOK || h.Get("Mcp-Session-Id") == "" {
 			t.Fatalf("initialize %d: HTTP %d %s", len(ids)+1, code, b)
@@ -709,13 +619,13 @@ func TestMCPCallResultParts(t *testing.T) {
 	if len(r.Content) != 3 || r.IsError {
 		t.Fatalf("content %+v, want 3 items and no error", r.Content)
 	}
-	if img, ok := r.Content[0].(*mcp.ImageContent); !ok || img.MIMEType != "image/png" || !bytes.Equal(img.Data, []byte{1, 2}) {
+	if img, ok := r.Content[0].(*sdk.ImageContent); !ok || img.MIMEType != "image/png" || !bytes.Equal(img.Data, []byte{1, 2}) {
 		t.Errorf("image part = %#v, want image content", r.Content[0])
 	}
-	if res, ok := r.Content[1].(*mcp.EmbeddedResource); !ok || res.Resource.URI != "file:///out/notes.txt" || res.Resource.Text != "hi" {
+	if res, ok := r.Content[1].(*sdk.EmbeddedResource); !ok || res.Resource.URI != "file:///out/notes.txt" || res.Resource.Text != "hi" {
 		t.Errorf("text file part = %#v, want an embedded text resource", r.Content[1])
 	}
-	if tc, ok := r.Content[2].(*mcp.TextContent); !ok || !strings.Contains(tc.Text, "sha256:ab") || !strings.Contains(tc.Text, "big.bin") {
+	if tc, ok := r.Content[2].(*sdk.TextContent); !ok || !strings.Contains(tc.Text, "sha256:ab") || !strings.Contains(tc.Text, "big.bin") {
 		t.Errorf("stored file part = %#v, want a text naming its ref", r.Content[2])
 	}
 	if r := callResult(gym.StepResult{Transition: gym.Transition{Terminated: true}}); texts(r)[0] != "(no output: the episode is over)" {
@@ -725,12 +635,12 @@ func TestMCPCallResultParts(t *testing.T) {
 
 // BenchmarkMCPCall measures one tools/call over MCP, a step end to end.
 func BenchmarkMCPCall(b *testing.B) {
-	ts := startServer(b, func(c *Config) { c.Sessions.Limits.MaxSteps = 1 << 30 })
+	ts := startServer(b, func(c *server.Config) { c.Sessions.Limits.MaxSteps = 1 << 30 })
 	sess := ts.httpCreate(gym.CreateRequest{TaskID: "mcptest-3"}).Session
 	cs := ts.mcpConnect(sess, nil)
 	ctx := context.Background()
 	for b.Loop() {
-		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "get"})
+		r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "get"})
 		if err != nil || r.IsError {
 			b.Fatalf("get: %v %v", err, r)
 		}
