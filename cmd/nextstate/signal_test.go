@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,8 +28,9 @@ func TestMain(m *testing.M) {
 }
 
 // TestServeDrainsOnSIGTERM runs `nextstate serve` as a process, steps a
-// session, sends SIGTERM, and checks that the server exits cleanly with the
-// step recorded and the session closed for the shutdown.
+// session, opens an MCP session on it (serve mounts package mcp), sends
+// SIGTERM, and checks that the server exits cleanly with the step recorded
+// and the session closed for the shutdown.
 func TestServeDrainsOnSIGTERM(t *testing.T) {
 	dir := t.TempDir()
 	ready := filepath.Join(dir, "addr")
@@ -65,6 +68,19 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 	st, err := s.StepWithID(ctx, "before-term", gym.TextAction("hello"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/v1/sessions/"+s.ID()+"/mcp",
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" || !strings.Contains(string(b), `"name":"nextstate"`) {
+		t.Fatalf("MCP initialize on the session: HTTP %d %s, want an MCP session of nextstate's", resp.StatusCode, b)
 	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
