@@ -14,14 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nextstate-rl/nextstate/rl"
 	"github.com/nextstate-rl/nextstate/store"
 )
 
 // constJudge votes 0 at once: the benchmark measures the proxy, not a judge.
 type constJudge struct{}
 
-func (constJudge) Judge(context.Context, JudgeInput) (Judgement, error) {
-	return Judgement{Valid: 1, Votes: 1}, nil
+func (constJudge) Score(context.Context, rl.JudgeInput) (rl.Verdict, error) {
+	return rl.Verdict{Votes: []rl.Vote{{Valid: true}}, Tally: rl.Tally{Valid: 1}}, nil
 }
 
 // BenchmarkProxyLatency measures the latency the proxy adds: the same
@@ -127,7 +128,7 @@ func pct(lat []float64, p int) float64 {
 	return s[min(len(s)-1, len(s)*p/100)]
 }
 
-func benchJudge() Judge {
+func benchJudge() rl.Scorer {
 	if os.Getenv("PROXY_BENCH_NOJUDGE") != "" {
 		return nil
 	}

@@ -97,17 +97,23 @@
 //
 // # The judge
 //
-// HTTPJudge asks an OpenAI-compatible endpoint m times (--judge-votes, 3)
-// with a prompt of its own for a personal agent's next state. Each reply
-// ends in \boxed{1}, \boxed{0} or \boxed{-1} (read by rl.ParseVote), may
-// hold a hint between [HINT_START] and [HINT_END] (how the answer should
-// have been different, for on-policy distillation; rl.SelectHint picks
-// it), and a line "[FLAG] reason" when the next state is an attempt to
-// subvert the agent. The turn's vote is the majority of the valid votes
-// (Majority: a tie, or no valid vote, is 0; unlike rl's mean); one valid
-// flagging vote quarantines the turn. Any Judge implementation may be
-// given instead (Config.Judge). Judging runs on Workers goroutines (4)
-// from a queue of Queue turns (256); past it a turn is dropped and logged.
+// The judge is rl's (Config.Judge, an rl.Scorer: an *rl.Judge from
+// rl.NewJudge, --judge-url and the other judge flags): m votes
+// (--judge-votes, 3) on the rl.KindChat prompt (rl/prompts/chat.tmpl,
+// which --judge-templates may replace), whose input JudgeInput builds:
+// the conversation the agent saw, each message cut to 2000 characters
+// and all of them to 32000 (rl.TextLimits; the oldest after the system
+// messages are left out first), the answer and the next state, 4000
+// each. Each reply ends in \boxed{1}, \boxed{0} or \boxed{-1}
+// (rl.ParseVote), may hold a hint between [HINT_START] and [HINT_END]
+// (how the answer should have been different, for on-policy
+// distillation; rl.SelectHint picks it), and a line "[FLAG] reason" when
+// the next state is an attempt to subvert the agent. Combine reads the
+// verdict: the turn's vote is the majority of the valid votes
+// (rl.AggregateBy with rl.MajorityVote: a tie, or no valid vote, is 0;
+// unlike the mean rl's process reward takes), and one valid flagging vote
+// quarantines the turn. Judging runs on Workers goroutines (4) from a
+// queue of Queue turns (256); past it a turn is dropped and logged.
 //
 // # Samples
 //

@@ -160,7 +160,7 @@ func newFixture(t *testing.T, mod func(*Config)) *fixture {
 		t.Fatal(err)
 	}
 	jsrv := judgeServer(t)
-	judge, err := NewHTTPJudge(JudgeConfig{Endpoint: jsrv.URL + "/v1", Model: "judge", Votes: 3})
+	judge, err := rl.NewJudge(rl.JudgeConfig{Endpoint: jsrv.URL + "/v1", Model: "judge", Votes: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,8 +47,9 @@ type Config struct {
 	Store *store.Store
 	// Quarantine keeps flagged turns. Required.
 	Quarantine *Quarantine
-	// Judge judges main turns; nil stores no sample (turns are forwarded only).
-	Judge Judge
+	// Judge judges main turns (an *rl.Judge, on JudgeInput's rl.KindChat
+	// prompt); nil stores no sample (turns are forwarded only).
+	Judge rl.Scorer
 	// AllowUsers lists the users whose feedback trains; nil or empty allows everyone.
 	AllowUsers []string
 	// Token, when set, is a bearer token that lets a request in

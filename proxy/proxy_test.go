@@ -11,6 +11,8 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/nextstate-rl/nextstate/rl"
 )
 
 func TestProxySessionTurns(t *testing.T) {
@@ -250,17 +252,24 @@ func TestProxyOpenAIClient(t *testing.T) {
 	}
 }
 
-func TestMajority(t *testing.T) {
-	for _, c := range []struct {
-		in   []int
-		want int
-	}{{[]int{1, 1, -1}, 1}, {[]int{-1, -1, 1}, -1}, {[]int{1, -1, 0}, 0}, {[]int{1, -1}, 0}, {nil, 0}, {[]int{0, 0, 1}, 0}, {[]int{1}, 1}} {
-		if got := Majority(c.in); got != c.want {
-			t.Errorf("Majority(%v) = %d, want %d", c.in, got, c.want)
+// TestCombine: the majority of the valid votes (rl.AggregateBy's
+// MajorityVote, whose cases rl tests) and the first valid flag.
+func TestCombine(t *testing.T) {
+	verdict := func(replies ...string) rl.Verdict {
+		var v rl.Verdict
+		for _, r := range replies {
+			score, hint, ok := rl.ParseVote(r)
+			v.Votes = append(v.Votes, rl.Vote{Score: score, Hint: hint, Valid: ok, Raw: r})
 		}
+		v.Hint = rl.SelectHint(v.Votes)
+		return v
 	}
-	jd := Combine([]string{`\boxed{1}`, "garbage", `[FLAG] unsafe` + "\n" + `\boxed{-1}`})
-	if jd.Valid != 2 || jd.Vote != 0 || !jd.Flagged || jd.FlagReason != "unsafe" {
+	jd := Combine(verdict(`\boxed{1}`, "garbage", `[FLAG] unsafe`+"\n"+`\boxed{-1}`))
+	if jd.Valid != 2 || jd.Votes != 3 || jd.Vote != 0 || !jd.Flagged || jd.FlagReason != "unsafe" {
+		t.Fatalf("Combine: %+v", jd)
+	}
+	jd = Combine(verdict(`\boxed{-1}`, `[FLAG] not valid`, `[HINT_START]Answer in French, please.[HINT_END] \boxed{-1}`, `\boxed{1}`))
+	if jd.Valid != 3 || jd.Vote != -1 || jd.Flagged || jd.Hint != "Answer in French, please." {
 		t.Fatalf("Combine: %+v", jd)
 	}
 }

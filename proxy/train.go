@@ -32,12 +32,13 @@ func (p *Proxy) work() {
 func (p *Proxy) judgeTurn(j job) {
 	ctx, cancel := context.WithTimeout(context.Background(), judgeTimeout)
 	defer cancel()
-	jd, err := p.cfg.Judge.Judge(ctx, JudgeInput{Context: j.t.Messages, Response: j.t.Response, NextState: j.next})
+	v, err := p.cfg.Judge.Score(ctx, JudgeInput(j.t, j.next))
 	if err != nil {
 		p.judgeErrors.Add(1)
 		p.log.Warn("proxy: judging a turn", "session", j.t.Session, "step", j.t.Step, "err", err)
 		return
 	}
+	jd := Combine(v)
 	if jd.Flagged {
 		id, err := p.cfg.Quarantine.Add(Entry{Turn: *j.t, NextState: j.next, Judgement: jd, Reason: jd.FlagReason})
 		if err != nil {

@@ -276,15 +276,20 @@ func TestJudgerConfinesPanics(t *testing.T) {
 
 func TestJudgerWithTracker(t *testing.T) {
 	s := newScriptedJudge(t, nil)
-	j := testJudge(t, s, func(c *JudgeConfig) { c.Votes = 1; c.Timeout = gym.Duration(20 * time.Millisecond); c.Retries = -1 })
+	// The hanging call gets a short per-call timeout, the others a long one
+	// (a loaded machine cannot time them out); one tracker follows both.
+	short := testJudge(t, s, func(c *JudgeConfig) { c.Votes = 1; c.Timeout = gym.Duration(20 * time.Millisecond); c.Retries = -1 })
+	long := testJudge(t, s, func(c *JudgeConfig) { c.Votes = 1; c.Timeout = gym.Duration(time.Minute); c.Retries = -1 })
 	done := make(chan *TrajectoryState, 1)
 	tr := NewTracker(func(st *TrajectoryState) { done <- st })
 	c := newCollector(8)
-	g := NewJudger(j, JudgerConfig{Tracker: tr}, c.deliver)
+	g := NewJudger(long, JudgerConfig{Tracker: tr}, c.deliver)
 	defer g.Close(context.Background())
+	gs := NewJudger(short, JudgerConfig{Tracker: tr}, c.deliver)
+	defer gs.Close(context.Background())
 	g.Submit(ref(2), JudgeInput{Action: "ACT_BAD"})
 	g.Submit(ref(1), JudgeInput{Action: "ACT_GOOD"})
-	g.Submit(ref(3), JudgeInput{Action: "ACT_SLOW"})
+	gs.Submit(ref(3), JudgeInput{Action: "ACT_SLOW"})
 	tr.SetOutcome(TrajectoryKey{"s1", 1}, Outcome{Reward: 1, Terminated: true})
 	var st *TrajectoryState
 	select {

@@ -58,3 +58,13 @@ func ContentText(raw json.RawMessage) string {
 	}
 	return b.String()
 }
+
+// MessageText is a message as a judge reads it: its content, then each
+// tool call on a line of its own as <tool_call>name arguments</tool_call>.
+func MessageText(m Message) string {
+	s := m.Content
+	for _, tc := range m.ToolCalls {
+		s += "\n<tool_call>" + tc.Function.Name + " " + tc.Function.Arguments + "</tool_call>"
+	}
+	return s
+}

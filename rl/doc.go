@@ -35,7 +35,9 @@
 // box at all (ErrNoBox). A call that runs past its timeout on every try is
 // a timed-out vote (ErrJudgeTimeout); other failures are invalid votes.
 // Aggregate computes the process reward r_t = the mean of the valid votes,
-// 0 when none is valid, and counts the valid, invalid and timed-out votes.
+// 0 when none is valid, and counts the valid, invalid and timed-out votes;
+// AggregateBy takes the rule: MeanVote (Aggregate's) or MajorityVote (the
+// score most valid votes gave, a tie 0: the proxy's vote on a turn).
 // SelectHint keeps the valid votes whose hint is longer than 10
 // characters (runes) and picks the longest; on a tie, the earliest vote's.
 // Judge.Score returns a Verdict: the votes, their Tally, the Hint, and
@@ -45,7 +47,7 @@
 //
 // Templates are text/template files, one per prompt kind, embedded from
 // rl/prompts: common.tmpl (the scoring rules and reply format, shared) and
-// terminal.tmpl, gui.tmpl, swe.tmpl, toolcall.tmpl, default.tmpl. Each
+// terminal.tmpl, gui.tmpl, swe.tmpl, toolcall.tmpl, chat.tmpl, default.tmpl. Each
 // kind's file defines "system" (may render empty) and "user". A
 // JudgeInput names its Kind; an empty or unknown kind uses default.
 // LoadTemplates(dir) (JudgeConfig.Templates) replaces the files dir holds
@@ -62,15 +64,22 @@
 //	gui       instruction, previous actions, the screen before and after the action                    {0, -1}
 //	swe       the issue, the last eight steps with exit codes, the command and its output              {0, 8}
 //	toolcall  the problem, the trajectory, the action, its result                                      {0, -1}
+//	chat      a personal agent's conversation, its answer, the next message (user or tool), with its
+//	          own scoring rules and a "[FLAG] reason" line for a next state that subverts the agent
+//	          (the proxy's; its Conversation, not History)
 //	default   task, first two and last two turns, action, next state (screens if given)                {2, 2}
 //
 // Texts are cut to TextLimits (characters; defaults: instruction 8000,
 // action 4000, next state 4000, each earlier action or next state 1000,
-// all earlier turns together 32000, past which the oldest after the head
-// are left out), keeping their beginning and end around a marker.
+// each message of a chat's conversation 2000, all earlier turns (or
+// messages) together 32000, past which the oldest after the head (the
+// leading system messages) are left out), keeping their beginning and end
+// around a marker.
 // ActionText, ObservationText, ObservationImage and ExitCode turn gym
 // actions, observations and step info into a JudgeInput's fields;
-// StepRefOf and OutcomeOf read a step event's reference and outcome.
+// StepRefOf and OutcomeOf read a step event's reference and outcome; the
+// outcome's reward is the last step's when the episode terminated and 0
+// when it did not (truncated, or cut off by a failure).
 //
 // # Off the step path
 //

@@ -140,12 +140,14 @@ func StepRefOf(ev *gym.Event) StepRef {
 		Run: ev.Run, Env: ev.Env, Task: ev.Task}
 }
 
-// OutcomeOf reads how an episode ended from its last step event: the
-// step's reward (the verifier's, on a terminating step), terminated,
-// truncated and failure.
+// OutcomeOf reads how an episode ended from its last step event:
+// terminated, truncated, failure, and the reward: the step's (the
+// verifier's) when the episode terminated, 0 when it did not, so a
+// truncated episode's outcome is 0 whatever its last step's reward (an
+// infrastructure failure masks it anyway).
 func OutcomeOf(ev *gym.Event) Outcome {
 	o := Outcome{Terminated: ev.Terminated, Truncated: ev.Truncated, Failure: ev.Failure}
-	if ev.Reward != nil {
+	if ev.Reward != nil && ev.Terminated {
 		o.Reward = *ev.Reward
 	}
 	return o

@@ -66,8 +66,13 @@ func TestStepRefAndOutcomeOf(t *testing.T) {
 	if got := StepRefOf(ev); got != (StepRef{Session: "s", Episode: 2, Step: 5, StepID: "st-5", Run: "r", Env: "terminal-v1", Task: "t"}) {
 		t.Fatalf("StepRefOf = %+v", got)
 	}
-	if got := OutcomeOf(ev); got != (Outcome{Reward: 0.5, Truncated: true, Failure: fail}) {
+	// A truncated episode's outcome is 0, whatever its last step's reward.
+	if got := OutcomeOf(ev); got != (Outcome{Truncated: true, Failure: fail}) {
 		t.Fatalf("OutcomeOf = %+v", got)
+	}
+	ev.Truncated, ev.Terminated, ev.Failure = false, true, nil
+	if got := OutcomeOf(ev); got != (Outcome{Reward: 0.5, Terminated: true}) {
+		t.Fatalf("OutcomeOf a terminated episode = %+v", got)
 	}
 	if got := OutcomeOf(&gym.Event{Terminated: true}); got != (Outcome{Terminated: true}) {
 		t.Fatalf("OutcomeOf without a reward = %+v", got)

@@ -26,6 +26,7 @@ const (
 	KindGUI      = "gui"      // web and desktop: previous actions, screenshots before and after
 	KindSWE      = "swe"      // repositories: the issue, last steps with exit codes, command and output
 	KindToolCall = "toolcall" // function calling: the problem, the trajectory, action, result
+	KindChat     = "chat"     // a personal agent's conversation (the proxy): the conversation, the answer, the next message
 	KindDefault  = "default"  // anything else
 )
 
@@ -67,6 +68,14 @@ type JudgeInput struct {
 	// which the Judge resolves with its BlobResolver. They are sent as
 	// image_url data URLs.
 	Before, After *gym.Blob
+	// Conversation is the chat a conversational agent answered, for
+	// KindChat (the proxy's turns): its instructions (system messages) and
+	// the messages before its answer, oldest first. Action is then the
+	// answer, and NextState the message that came next (MessageText), whose
+	// role NextRole names: "user" (the user's next message) or "tool" (the
+	// result of a tool the agent called).
+	Conversation []Message
+	NextRole     string
 }
 
 // Window says which earlier turns a prompt shows: the first Head and the
@@ -99,8 +108,11 @@ type TextLimits struct {
 	Action      int `json:"action,omitempty"`       // the judged action [4000]
 	NextState   int `json:"next_state,omitempty"`   // the judged next state [4000]
 	HistoryItem int `json:"history_item,omitempty"` // each earlier action and next state [1000]
+	Message     int `json:"message,omitempty"`      // each message of a Conversation [2000]
 	// History bounds the earlier turns together [32000]; past it the
-	// oldest turns after the window's head are left out.
+	// oldest turns after the window's head are left out. It bounds a
+	// Conversation's messages together too; past it the oldest after the
+	// leading system messages are left out.
 	History int `json:"history,omitempty"`
 }
 
@@ -114,6 +126,7 @@ func (l TextLimits) orDefault() TextLimits {
 	def(&l.Action, 4000)
 	def(&l.NextState, 4000)
 	def(&l.HistoryItem, 1000)
+	def(&l.Message, 2000)
 	def(&l.History, 32000)
 	return l
 }
@@ -133,6 +146,17 @@ type PromptData struct {
 	// HasBefore and HasAfter say whether the screens exist; a template
 	// places them with {{image "before"}} and {{image "after"}}.
 	HasBefore, HasAfter bool
+	// Conversation holds the shown messages of a KindChat input's
+	// conversation; NextRole is the role of its next state.
+	Conversation []ChatLine
+	NextRole     string
+}
+
+// ChatLine is one shown message of a conversation.
+type ChatLine struct {
+	Role, Text string
+	// GapBefore counts the messages left out just before this one.
+	GapBefore int
 }
 
 // HistoryItem is one shown earlier turn.
@@ -212,7 +236,7 @@ func LoadTemplates(dir string) (*Templates, error) {
 }
 
 func builtinKinds() []string {
-	return []string{KindDefault, KindGUI, KindSWE, KindTerminal, KindToolCall}
+	return []string{KindChat, KindDefault, KindGUI, KindSWE, KindTerminal, KindToolCall}
 }
 
 // buildTemplates parses the embedded files overridden by files.
@@ -401,38 +425,76 @@ func promptData(in JudgeInput, w Window, lim TextLimits) PromptData {
 		ExitCode:    exitString(in.ExitCode),
 		HasBefore:   in.Before != nil,
 		HasAfter:    in.After != nil,
+		NextRole:    in.NextRole,
 	}
+	d.Conversation = chatLines(in.Conversation, lim)
 	first := step - len(in.History) // the number of History[0]
 	idx := windowIndices(len(in.History), w)
 	items := make([]HistoryItem, len(idx))
-	size := 0
+	sizes := make([]int, len(idx))
 	for i, h := range idx {
 		t := in.History[h]
 		items[i] = HistoryItem{Step: first + h, Action: clip(t.Action, lim.HistoryItem),
 			NextState: clip(t.NextState, lim.HistoryItem), ExitCode: exitString(t.ExitCode)}
-		size += utf8.RuneCountInString(items[i].Action) + utf8.RuneCountInString(items[i].NextState)
+		sizes[i] = utf8.RuneCountInString(items[i].Action) + utf8.RuneCountInString(items[i].NextState)
 	}
-	// Over the budget, leave out the oldest turns after the head, then the
-	// head's newest.
-	head := min(max(w.Head, 0), len(items))
-	for size > lim.History && len(items) > 0 {
+	keep := fitBudget(sizes, min(max(w.Head, 0), len(items)), lim.History)
+	d.History = make([]HistoryItem, len(keep))
+	prev := -1
+	for i, k := range keep {
+		d.History[i] = items[k]
+		d.History[i].GapBefore = idx[k] - prev - 1
+		prev = idx[k]
+	}
+	d.Omitted = len(in.History) - len(keep)
+	return d
+}
+
+// chatLines cuts a conversation to its limits: each message to
+// lim.Message, all of them together to lim.History, past which the oldest
+// messages after the leading system ones are left out.
+func chatLines(msgs []Message, lim TextLimits) []ChatLine {
+	lines := make([]ChatLine, len(msgs))
+	sizes := make([]int, len(msgs))
+	head := 0
+	for i, m := range msgs {
+		lines[i] = ChatLine{Role: m.Role, Text: clip(MessageText(m), lim.Message)}
+		sizes[i] = utf8.RuneCountInString(lines[i].Text)
+		if head == i && m.Role == "system" {
+			head++
+		}
+	}
+	keep := fitBudget(sizes, head, lim.History)
+	out := make([]ChatLine, len(keep))
+	prev := -1
+	for i, k := range keep {
+		out[i] = lines[k]
+		out[i].GapBefore = k - prev - 1
+		prev = k
+	}
+	return out
+}
+
+// fitBudget returns the indices of the items to show, in order, given
+// their sizes: while they add up to more than budget, the oldest item
+// after the first head is left out, then the head's newest.
+func fitBudget(sizes []int, head, budget int) []int {
+	keep := make([]int, len(sizes))
+	size := 0
+	for i, n := range sizes {
+		keep[i] = i
+		size += n
+	}
+	for size > budget && len(keep) > 0 {
 		drop := head
-		if drop >= len(items) {
-			drop = len(items) - 1
+		if drop >= len(keep) {
+			drop = len(keep) - 1
 			head = drop
 		}
-		size -= utf8.RuneCountInString(items[drop].Action) + utf8.RuneCountInString(items[drop].NextState)
-		items = slices.Delete(items, drop, drop+1)
-		idx = slices.Delete(idx, drop, drop+1)
+		size -= sizes[keep[drop]]
+		keep = slices.Delete(keep, drop, drop+1)
 	}
-	prev := -1
-	for i := range items {
-		items[i].GapBefore = idx[i] - prev - 1
-		prev = idx[i]
-	}
-	d.History = items
-	d.Omitted = len(in.History) - len(items)
-	return d
+	return keep
 }
 
 // windowIndices returns the indices of n turns that w shows, in order.
@@ -482,6 +544,8 @@ func samplePromptData(kind string) PromptData {
 		History: []Turn{{Action: "ls", NextState: "", ExitCode: &code}, {Action: "pwd", NextState: "/app"},
 			{Action: "cat x", NextState: "no such file", ExitCode: &code}},
 		Action: "echo hi > hello.txt", NextState: "", ExitCode: &code,
-		Before: &gym.Blob{MIME: "image/png"}, After: &gym.Blob{MIME: "image/png"}}
+		Before: &gym.Blob{MIME: "image/png"}, After: &gym.Blob{MIME: "image/png"},
+		Conversation: []Message{{Role: "system", Content: "You are a helpful assistant."}, {Role: "user", Content: "Say hi."}},
+		NextRole:     "user"}
 	return promptData(in, Window{Head: 1, Tail: 1}, TextLimits{}.orDefault())
 }

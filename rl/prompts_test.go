@@ -40,10 +40,13 @@ func user(t *testing.T, msgs []JudgeMessage) JudgeMessage {
 
 func TestDefaultTemplates(t *testing.T) {
 	tm := DefaultTemplates()
-	if got, want := tm.Kinds(), []string{"default", "gui", "swe", "terminal", "toolcall"}; !slices.Equal(got, want) {
+	if got, want := tm.Kinds(), []string{"chat", "default", "gui", "swe", "terminal", "toolcall"}; !slices.Equal(got, want) {
 		t.Fatalf("Kinds = %v, want %v", got, want)
 	}
 	for _, kind := range tm.Kinds() {
+		if kind == KindChat { // a conversation, not a task's steps: TestChatTemplate
+			continue
+		}
 		msgs := render(t, tm, JudgeInput{Kind: kind, Instruction: "TASK", History: turns(1), Action: "ACTION", NextState: "NEXT"})
 		text := user(t, msgs).Text()
 		for _, want := range []string{"TASK", "ACTION", `\boxed{1}`, `\boxed{-1}`, `\boxed{0}`, HintStart, HintEnd, "cmd-1"} {
@@ -148,6 +151,44 @@ func TestNULCannotForgeAnImage(t *testing.T) {
 	}
 }
 
+func TestChatTemplate(t *testing.T) {
+	in := JudgeInput{Kind: KindChat, Conversation: []Message{{Role: "system", Content: "You are terse."},
+		{Role: "user", Content: "Weather in Paris?"},
+		{Role: "assistant", ToolCalls: []gym.ToolCall{{Function: gym.FunctionCall{Name: "weather", Arguments: `{"city":"Paris"}`}}}},
+		{Role: "tool", Content: "sunny"}},
+		Action: "It is sunny.", NextState: "Thanks!", NextRole: "user"}
+	msgs := render(t, DefaultTemplates(), in)
+	sys, text := msgs[0].Text(), user(t, msgs).Text()
+	for _, want := range []string{`\boxed{1}`, `\boxed{-1}`, `\boxed{0}`, HintStart, HintEnd, "[FLAG]"} {
+		if !strings.Contains(sys, want) {
+			t.Errorf("system message lacks %q:\n%s", want, sys)
+		}
+	}
+	want := "## Conversation the agent saw\n[system] You are terse.\n[user] Weather in Paris?\n" +
+		"[assistant] \n<tool_call>weather {\"city\":\"Paris\"}</tool_call>\n[tool] sunny\n\n" +
+		"## The agent's answer\nIt is sunny.\n\n## Next state [user]\nThanks!"
+	if text != want {
+		t.Fatalf("user message:\n%s\nwant:\n%s", text, want)
+	}
+	// Each message is cut to Message; past History together, the oldest
+	// after the system messages are left out.
+	long := strings.Repeat("x", 3000)
+	in.Conversation = []Message{{Role: "system", Content: "rules"}, {Role: "user", Content: long}, {Role: "assistant", Content: "a"},
+		{Role: "user", Content: "last"}}
+	d := promptData(in, DefaultWindow(KindChat), TextLimits{History: 20}.orDefault())
+	if len(d.Conversation) != 3 || d.Conversation[0].Text != "rules" || d.Conversation[1].GapBefore != 1 || d.Conversation[1].Text != "a" {
+		t.Fatalf("conversation over its budget: %+v", d.Conversation)
+	}
+	d = promptData(in, DefaultWindow(KindChat), TextLimits{}.orDefault())
+	if n := utf8.RuneCountInString(d.Conversation[1].Text); len(d.Conversation) != 4 || n > 2000+40 || !strings.Contains(d.Conversation[1].Text, "characters cut") {
+		t.Fatalf("a long message: %d characters, %d messages", n, len(d.Conversation))
+	}
+	if text := user(t, render(t, DefaultTemplates(), JudgeInput{Kind: KindChat, Conversation: in.Conversation, Action: "b",
+		NextState: "c", NextRole: "user"})).Text(); !strings.Contains(text, "[user] last") {
+		t.Fatalf("conversation:\n%s", text)
+	}
+}
+
 func TestUnknownKindUsesDefault(t *testing.T) {
 	text := user(t, render(t, DefaultTemplates(), JudgeInput{Kind: "chess", Instruction: "mate", Action: "Qh7"})).Text()
 	if !strings.Contains(text, "# Task\nmate") || !strings.Contains(text, "Next state:\n") {
@@ -235,7 +276,7 @@ func TestLoadTemplates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := tm.Kinds(), []string{"default", "gui", "swe", "terminal", "toolcall", "web"}; !slices.Equal(got, want) {
+	if got, want := tm.Kinds(), []string{"chat", "default", "gui", "swe", "terminal", "toolcall", "web"}; !slices.Equal(got, want) {
 		t.Fatalf("Kinds = %v, want %v", got, want)
 	}
 	// An empty system template means no system message.

@@ -16,7 +16,8 @@ type TrajectoryKey struct {
 // Outcome is how an episode ended.
 type Outcome struct {
 	// Reward is the outcome reward as the verifier gave it (before Mix's
-	// OutcomeMap): 1 or 0 for pass/fail, a fraction of tests passed, ...
+	// OutcomeMap): 1 or 0 for pass/fail, a fraction of tests passed, ...;
+	// 0 for an episode that did not terminate (OutcomeOf).
 	Reward float64
 	// Terminated and Truncated are the last step's (gym's meanings).
 	Terminated bool

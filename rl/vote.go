@@ -159,8 +159,9 @@ func SelectHint(votes []Vote) string {
 
 // Tally is the aggregate of a step's votes.
 type Tally struct {
-	// Reward is the process reward: the mean score of the valid votes, 0
-	// when none is valid.
+	// Reward is the step's reward under the Rule that aggregated the
+	// votes: by Aggregate, the process reward, the mean score of the valid
+	// votes; 0 when none is valid.
 	Reward float64 `json:"reward"`
 	// Valid, Invalid and Timeouts count the votes; they add up to the
 	// number of votes. A timed-out vote is counted in Timeouts only.
@@ -169,22 +170,59 @@ type Tally struct {
 	Timeouts int `json:"timeouts"`
 }
 
-// Aggregate computes the process reward of a step from its votes.
-func Aggregate(votes []Vote) Tally {
+// Rule says how the valid votes of a step become its reward.
+type Rule int
+
+// Rules of AggregateBy.
+const (
+	// MeanVote is the mean score of the valid votes (OpenClaw-RL's process
+	// reward r_t): Aggregate's rule.
+	MeanVote Rule = iota
+	// MajorityVote is the score most valid votes gave, +1, -1 or 0; a tie
+	// for the most is 0 (the proxy's rule: a turn's reward is one vote).
+	MajorityVote
+)
+
+// Aggregate computes the process reward of a step from its votes: the
+// mean of the valid ones (AggregateBy with MeanVote).
+func Aggregate(votes []Vote) Tally { return AggregateBy(votes, MeanVote) }
+
+// AggregateBy counts a step's votes and combines the valid ones by rule;
+// with no valid vote the reward is 0.
+func AggregateBy(votes []Vote, rule Rule) Tally {
 	var t Tally
 	sum := 0
+	count := map[int]int{} // valid votes by score
 	for _, v := range votes {
 		switch {
 		case v.Valid:
 			t.Valid++
 			sum += v.Score
+			count[v.Score]++
 		case v.TimedOut:
 			t.Timeouts++
 		default:
 			t.Invalid++
 		}
 	}
-	if t.Valid > 0 {
+	if t.Valid == 0 {
+		return t
+	}
+	switch rule {
+	case MajorityVote:
+		best, bestN, tie := 0, 0, false
+		for _, s := range []int{-1, 0, 1} {
+			switch n := count[s]; {
+			case n > bestN:
+				best, bestN, tie = s, n, false
+			case n == bestN && n > 0:
+				tie = true
+			}
+		}
+		if !tie {
+			t.Reward = float64(best)
+		}
+	default:
 		t.Reward = float64(sum) / float64(t.Valid)
 	}
 	return t

@@ -123,3 +123,19 @@ func TestAggregate(t *testing.T) {
 		t.Fatalf("no votes: %+v", got)
 	}
 }
+
+func TestAggregateMajority(t *testing.T) {
+	for _, c := range []struct {
+		in   []int
+		want int
+	}{{[]int{1, 1, -1}, 1}, {[]int{-1, -1, 1}, -1}, {[]int{1, -1, 0}, 0}, {[]int{1, -1}, 0}, {nil, 0}, {[]int{0, 0, 1}, 0}, {[]int{1}, 1}} {
+		votes := []Vote{{Err: ErrNoBox}} // an invalid vote counts for nothing
+		for _, s := range c.in {
+			votes = append(votes, Vote{Valid: true, Score: s})
+		}
+		got := AggregateBy(votes, MajorityVote)
+		if got.Reward != float64(c.want) || got.Valid != len(c.in) || got.Invalid != 1 {
+			t.Errorf("majority of %v = %+v, want %d", c.in, got, c.want)
+		}
+	}
+}

@@ -429,7 +429,7 @@ func (g *signals) handle(ev *gym.Event) {
 		}
 		g.step(ep, ev)
 		if ev.Terminated || ev.Truncated {
-			g.end(ep, outcomeOf(ev))
+			g.end(ep, rl.OutcomeOf(ev))
 		}
 	case gym.EventSessionClosed:
 		if ep := g.episodes[ev.Session]; ep != nil {
@@ -514,17 +514,6 @@ func (g *signals) end(ep *episode, o rl.Outcome) {
 	g.finished[ep.key] = ep
 	g.finMu.Unlock()
 	g.tracker.SetOutcome(ep.key, o)
-}
-
-// outcomeOf reads the outcome from an episode's last step: the verifier's
-// reward on a terminating step; a truncated episode's outcome is 0 (an
-// infrastructure failure masks it).
-func outcomeOf(ev *gym.Event) rl.Outcome {
-	o := rl.OutcomeOf(ev)
-	if !ev.Terminated {
-		o.Reward = 0
-	}
-	return o
 }
 
 // closedOutcome is the outcome of an episode its session's close cut off:

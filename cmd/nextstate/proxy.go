@@ -76,13 +76,8 @@ proxy package's doc.`,
 				}
 			}
 			if judgeURL != "" {
-				jc := proxy.JudgeConfig{Endpoint: judgeURL, Model: judgeModel, Votes: votes, Timeout: judgeTimeout}
-				if judgeKeyEnv != "" {
-					if jc.APIKey = os.Getenv(judgeKeyEnv); jc.APIKey == "" {
-						return fmt.Errorf("--judge-api-key-env %s: the variable is empty or unset", judgeKeyEnv)
-					}
-				}
-				if cfg.Judge, err = proxy.NewHTTPJudge(jc); err != nil {
+				j := judgeFlags{url: judgeURL, model: judgeModel, apiKeyEnv: judgeKeyEnv, votes: votes, timeout: judgeTimeout}
+				if cfg.Judge, err = newJudge(j); err != nil {
 					return err
 				}
 			} else {

@@ -91,12 +91,12 @@ flushed and every env is closed, within --drain.`,
 	fl.StringVar(&j.model, "judge-model", "", "the judge model's name at --judge-url")
 	fl.StringVar(&j.apiKeyEnv, "judge-api-key-env", "", "name of the environment variable holding the judge's API key (none by default)")
 	fl.IntVar(&j.votes, "judge-votes", 0, "votes per judged step, m (default 3)")
-	fl.StringToIntVar(&j.votesByKind, "judge-votes-by-kind", nil, "votes per prompt kind, overriding --judge-votes: terminal=5,gui=3 (kinds: terminal, gui, swe, toolcall, default)")
+	fl.StringToIntVar(&j.votesByKind, "judge-votes-by-kind", nil, "votes per prompt kind, overriding --judge-votes: terminal=5,gui=3 (kinds: terminal, gui, swe, toolcall, chat, default)")
 	fl.IntVar(&j.concurrency, "judge-concurrency", 0, "steps judged at once (default 4)")
 	fl.IntVar(&j.queue, "judge-queue", 0, "steps that may wait for the judge; past it a step is recorded as not judged (default 256)")
 	fl.DurationVar(&j.timeout, "judge-timeout", 0, "bound of each judge call (default 2m)")
 	fl.IntVar(&j.retries, "judge-retries", 0, "retries of a failed judge call (default 2; -1 for none)")
-	fl.StringVar(&j.templates, "judge-templates", "", "directory of judge prompt templates replacing the built-in ones (terminal.tmpl, gui.tmpl, ...)")
+	fl.StringVar(&j.templates, "judge-templates", "", "directory of judge prompt templates replacing the built-in ones (terminal.tmpl, gui.tmpl, chat.tmpl for the proxy, ...)")
 	fl.StringSliceVar(&j.kinds, "judge-kinds", nil, "judge only these env kinds (default all)")
 	fl.StringSliceVar(&j.runs, "judge-runs", nil, "judge only these runs (default all)")
 	fl.StringVar(&j.mix, "mix", "", `reward mix where a suite sets none: "c=1,gamma=1,outcome=identity" (outcome: identity or 2acc-1)`)
@@ -119,17 +119,27 @@ func signalsConfig(j judgeFlags) (server.SignalsConfig, error) {
 		}
 		return cfg, nil
 	}
-	cfg.Judge = rl.JudgeConfig{Endpoint: j.url, Model: j.model, Votes: j.votes, VotesByKind: j.votesByKind,
+	var err error
+	if cfg.Judge, err = judgeConfig(j); err != nil {
+		return cfg, err
+	}
+	cfg.Concurrency, cfg.Queue, cfg.Kinds, cfg.Runs = j.concurrency, j.queue, j.kinds, j.runs
+	return cfg, nil
+}
+
+// judgeConfig is the judge the flags name (j.url is set), for the
+// server's signals and for the proxy.
+func judgeConfig(j judgeFlags) (rl.JudgeConfig, error) {
+	jc := rl.JudgeConfig{Endpoint: j.url, Model: j.model, Votes: j.votes, VotesByKind: j.votesByKind,
 		Timeout: gym.Duration(j.timeout), Retries: j.retries, Templates: j.templates}
 	if j.apiKeyEnv != "" {
 		key, ok := os.LookupEnv(j.apiKeyEnv)
 		if !ok || key == "" {
-			return cfg, fmt.Errorf("--judge-api-key-env %s: that environment variable is not set", j.apiKeyEnv)
+			return jc, fmt.Errorf("--judge-api-key-env %s: that environment variable is not set", j.apiKeyEnv)
 		}
-		cfg.Judge.APIKey = key
+		jc.APIKey = key
 	}
-	cfg.Concurrency, cfg.Queue, cfg.Kinds, cfg.Runs = j.concurrency, j.queue, j.kinds, j.runs
-	return cfg, nil
+	return jc, nil
 }
 
 func runServe(ctx context.Context, f serveFlags) error {

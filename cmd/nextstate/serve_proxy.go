@@ -1,14 +1,12 @@
 package main
 
 import (
-	"fmt"
 	"net/http"
-	"os"
-	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/nextstate-rl/nextstate/proxy"
+	"github.com/nextstate-rl/nextstate/rl"
 	"github.com/nextstate-rl/nextstate/server"
 )
 
@@ -27,6 +25,17 @@ func (p *proxyFlags) register(fl *pflag.FlagSet) {
 	fl.Float64Var(&p.userRate, "proxy-user-rate", 0, "with --proxy-upstream: trained turns per minute per user (0: no limit)")
 }
 
+// newJudge is the judge the flags name: the proxy's (on its rl.KindChat
+// prompt, so --judge-templates may replace chat.tmpl and
+// --judge-votes-by-kind set chat's votes).
+func newJudge(j judgeFlags) (*rl.Judge, error) {
+	jc, err := judgeConfig(j)
+	if err != nil {
+		return nil, err
+	}
+	return rl.NewJudge(jc)
+}
+
 // mountProxy serves the proxy on srv's address and store: its samples are
 // stored and streamed as the gym's, its quarantine lives in the store's
 // directory, and it is closed (its queued turns judged) before the store.
@@ -39,19 +48,7 @@ func mountProxy(srv *server.Server, dataDir string, pf proxyFlags, j judgeFlags)
 	cfg := proxy.Config{Upstream: pf.upstream, AllowUsers: allow, SessionRate: pf.sessionRate, UserRate: pf.userRate,
 		Store: srv.Store(), OnSample: func(int64) { srv.NotifySamples() }}
 	if j.url != "" {
-		jc := proxy.JudgeConfig{Endpoint: j.url, Model: j.model, Timeout: j.timeout}
-		if j.votes > 0 {
-			jc.Votes = j.votes
-		}
-		if j.apiKeyEnv != "" {
-			if jc.APIKey = os.Getenv(j.apiKeyEnv); jc.APIKey == "" {
-				return fmt.Errorf("--judge-api-key-env %s: the variable is empty or unset", j.apiKeyEnv)
-			}
-		}
-		if jc.Timeout == 0 {
-			jc.Timeout = 2 * time.Minute
-		}
-		if cfg.Judge, err = proxy.NewHTTPJudge(jc); err != nil {
+		if cfg.Judge, err = newJudge(j); err != nil {
 			return err
 		}
 	}
