@@ -1,8 +1,11 @@
-// Package trainer is nextstate's integrated trainer, part 1: a Qwen3 decoder
-// in Go that loads and saves Hugging Face checkpoints, runs on the CPU
-// backend (trainer/cpu), and generates with a KV cache and continuous
-// batching (Engine), served over an OpenAI-compatible API by trainer/serve
-// (`nextstate serve-model --model DIR`). Training comes in part 2.
+// Package trainer is nextstate's integrated trainer: a Qwen3 decoder in Go
+// that loads and saves Hugging Face checkpoints, generates with a KV cache
+// and continuous batching (Engine, served over an OpenAI-compatible API by
+// trainer/serve: `nextstate serve-model --model DIR`), and trains: a backward
+// pass for every operation, the token log-probabilities over the vocabulary
+// in chunks, AdamW with clipping and schedules, gradient accumulation and
+// frozen parameters (Training). Its kernels run behind trainer/backend: the
+// CPU backend (trainer/cpu) today, a CUDA backend on the same contract later.
 //
 // # Model folder
 //
@@ -22,8 +25,9 @@
 //	DIR/generation_config.json           optional, not read
 //
 // Weights may be F32, F16 or BF16 on disk (mixed is fine); compute is f32, so
-// a model needs 4 bytes per parameter of memory (Qwen3-0.6B: 3 GB). The
-// tensors read are HF's names: model.embed_tokens.weight; per layer i
+// a model needs 4 bytes per parameter of memory (Qwen3-0.6B: 3 GB), and
+// training 16 (parameters, gradients, two AdamW moments) plus activations.
+// The tensors read are HF's names: model.embed_tokens.weight; per layer i
 // model.layers.i.{input_layernorm, post_attention_layernorm}.weight,
 // model.layers.i.self_attn.{q,k,v,o}_proj.weight,
 // model.layers.i.self_attn.{q,k}_norm.weight,
@@ -32,26 +36,88 @@
 // message): attention_bias, rope_scaling, sliding windows, other model types.
 // No weights are downloaded: tests and benchmarks write random folders with
 // Model.Save, and users point --model at a checkpoint already on disk.
+// Model.Save writes the same layout (so serve-model, transformers, vLLM and
+// SGLang load what training produced).
 //
-// # Layout and backends
+// # Buffers and the backend contract
 //
-// Parameters live in one flat []float32 (Model.Params) with named views
-// (Model.W), as in llm.c; q/k/v and gate/up are adjacent per layer so each
-// group is one matrix product. Kernels run behind Backend: trainer/cpu's
-// goroutine-parallel kernels with OpenBLAS sgemm loaded at run time through
-// purego (no cgo; CGO_ENABLED=0 builds), or pure Go without it; cpu.Naive
-// runs the plain reference kernels. A CUDA backend will implement Backend.
+// trainer/backend is the contract; its package doc has the shape legend
+// (B, T, N, C, H, KV, D, F, V, K) used everywhere here. Every buffer is the
+// backend's: the parameters are one arena (Model.Params) with a view per
+// tensor (Model.W), as in llm.c, q/k/v and gate/up adjacent per layer so
+// that each group is one matrix product; a Training adds a gradient arena
+// of the trainable tensors at its first backward and two AdamW moment
+// arenas of the same layout at its first step; activations live in a
+// workspace arena grown to the largest pass; each sequence's KV cache
+// (Cache) holds a buffer per layer. The host sees them only through these
+// crossings: token ids (and scored rows and targets) in; logits out of
+// Forward, log-probabilities, entropies and top-K ids out of each chunk of
+// the head; each chunk's loss gradient in; one scalar per tensor (its
+// squared gradient norm) out of Step; tensors one at a time at Load, Save,
+// ReadTensor and WriteTensor; the rotary tables when they grow.
+//
+// Backend (inference) and backend.Trainer (training, found by type
+// assertion) list the operations, each forward next to its backward:
+// Embed/EmbedBackward (gather, scatter-add), Gemm (every matrix product:
+// forward x·wᵀ, dX = dY·w, dW += dYᵀ·x, the residual adds as β = 1),
+// RMSNorm/RMSNormBackward, QKNormRoPE/QKNormRoPEBackward (the q/k split,
+// their per-head RMSNorm and rotary embedding), Attention/AttentionBackward
+// (causal grouped-query attention over packed sequences or KV caches),
+// SwiGLU/SwiGLUBackward, LogSoftmax/LogSoftmaxBackward (log-probabilities
+// of given ids and the entropy, from logits), TopK, SumSquares and AdamW.
 //
 // # Concurrency
 //
-// Model.Forward calls are serialised by the model. An Engine owns one
-// goroutine that batches every running request into each Forward call;
-// Engine.Stream and Engine.Generate may be called from any goroutine.
+// A Model serialises its methods (Forward, Save, ReadTensor, ...) and the
+// methods of Trainings on it: an Engine serving the model waits while a
+// training step runs, and never sees half-updated weights within a call. An
+// Engine owns one goroutine that batches every running request into each
+// Forward call; Engine.Stream and Engine.Generate may be called from any
+// goroutine.
+//
+// # Training
+//
+// NewTraining(m, TrainOptions) makes a model trainable: all parameters by
+// default, or those TrainOptions.Trainable names (the others frozen: no
+// gradient, no optimizer state, no weight-gradient products). A Batch is
+// sequences packed end to end with no padding, each its own causal
+// attention span starting at position 0, and the scored rows (a loss mask:
+// NextTokenBatch keeps the rows whose next token is masked in) with K
+// target ids each (the next token by default).
+//
+// ForwardBackward(batch, loss) runs the forward (keeping each layer's
+// activations, or with TrainOptions.Recompute only each layer's input,
+// recomputing the layer in the backward), then the output head over the
+// scored rows in chunks of TrainOptions.LogitsChunk rows: logits, their
+// log-softmax, the Loss's gradient with respect to each row's target
+// log-probabilities (and entropy), and the chunk's backward, so that no
+// [N, V] logits tensor exists; then the backward through every layer down
+// to the embeddings. Gradients add up over calls (accumulation over
+// micro-batches: give the losses the step's total as their normaliser)
+// until Step(AdamWOptions) takes one AdamW step (decoupled weight decay on
+// matrices, bias correction, global gradient-norm clipping, a Schedule:
+// Constant, Warmup, Linear, Cosine) and zeroes them. Score(batch, entropy,
+// topK) runs the forward only: a frozen reference's or a teacher's
+// log-probabilities, entropies and top-K. A Loss sees each chunk's rows
+// (Chunk) and returns ∂L/∂log p per target and ∂L/∂entropy per row, so any
+// objective that is a function of those (cross-entropy, policy gradients,
+// KL estimators, distillation over top-K) needs no change here;
+// CrossEntropy is the supervised one.
+//
+// The same seed, data and thread count give bit-identical weights: every
+// kernel reduces in an order that depends only on the sizes and the
+// backend's Workers.
 //
 // # Correctness
 //
 // Tests compare logits of random Qwen3 folders (f32, bf16, f16, sharded, tied
 // and untied) with the plain-PyTorch forward in trainer/torchref within 1e-4,
 // greedy generation with PyTorch's, the fast kernels with the naive ones,
-// cached with uncached decoding, and batched with solo generation.
+// cached with uncached decoding, and batched with solo generation. Every
+// naive backward is checked against finite differences of its forward in
+// float64 and every fast backward against its naive twin (trainer/cpu); the
+// whole model's loss and every parameter's gradient match PyTorch autograd
+// (tied and untied heads, GQA, a loss mask over packed sequences) within
+// 1e-4 relative, and the weights after three torch.optim.AdamW steps with
+// decay, clipping and a changing learning rate agree with PyTorch's.
 package trainer

@@ -164,6 +164,7 @@ func (e *Engine) loop() {
 	defer close(e.done)
 	var active []*job
 	finish := func(j *job, why FinishReason) {
+		j.cache.Free()
 		close(j.tokens)
 		j.result <- Result{Tokens: j.out, Finish: why, PromptTokens: len(j.req.Prompt)}
 	}

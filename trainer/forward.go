@@ -2,23 +2,27 @@ package trainer
 
 import (
 	"fmt"
+
+	"github.com/nextstate-rl/nextstate/trainer/backend"
 )
 
-// Cache holds one sequence's keys and values, per layer [positions, KV*D],
-// after q/k normalisation and rotary embedding. Len positions are filled.
-// A Cache belongs to one sequence and must not be shared between segments
-// of one Forward call.
+// Cache holds one sequence's keys and values on the backend, per layer
+// [positions, KV·D], after q/k normalisation and rotary embedding. Len
+// positions are filled. A Cache belongs to one sequence and must not be
+// shared between segments of one Forward call; Free releases it.
 type Cache struct {
-	K, V [][]float32
+	K, V []backend.Buf
 	Len  int
 	cap  int
-	row  int // KV*D
+	row  int // KV·D
+	be   Backend
 }
 
 // NewCache returns an empty cache for the model's shape.
 func (m *Model) NewCache() *Cache {
 	c := m.Config
-	return &Cache{K: make([][]float32, c.NumHiddenLayers), V: make([][]float32, c.NumHiddenLayers), row: c.NumKeyValueHeads * c.HeadDim}
+	return &Cache{K: make([]backend.Buf, c.NumHiddenLayers), V: make([]backend.Buf, c.NumHiddenLayers),
+		row: c.NumKeyValueHeads * c.HeadDim, be: m.Backend}
 }
 
 // reserve makes room for n positions, keeping what is filled.
@@ -28,9 +32,15 @@ func (c *Cache) reserve(n int) {
 	}
 	nc := max(n, 2*c.cap, 64)
 	for l := range c.K {
-		k, v := make([]float32, nc*c.row), make([]float32, nc*c.row)
-		copy(k, c.K[l][:c.Len*c.row])
-		copy(v, c.V[l][:c.Len*c.row])
+		k, v := c.be.Alloc(nc*c.row), c.be.Alloc(nc*c.row)
+		if c.Len > 0 {
+			c.be.Copy(k.Slice(0, c.Len*c.row), c.K[l].Slice(0, c.Len*c.row))
+			c.be.Copy(v.Slice(0, c.Len*c.row), c.V[l].Slice(0, c.Len*c.row))
+		}
+		if c.cap > 0 {
+			c.be.Free(c.K[l])
+			c.be.Free(c.V[l])
+		}
 		c.K[l], c.V[l] = k, v
 	}
 	c.cap = nc
@@ -44,6 +54,18 @@ func (c *Cache) Truncate(n int) {
 	}
 }
 
+// Free releases the cache's buffers; it is empty (and usable) after.
+func (c *Cache) Free() {
+	if c.cap > 0 {
+		for l := range c.K {
+			c.be.Free(c.K[l])
+			c.be.Free(c.V[l])
+			c.K[l], c.V[l] = backend.Buf{}, backend.Buf{}
+		}
+	}
+	c.cap, c.Len = 0, 0
+}
+
 // Segment is one sequence's new tokens in a Forward call; they take the
 // positions Cache.Len, Cache.Len+1, ...
 type Segment struct {
@@ -51,38 +73,67 @@ type Segment struct {
 	Cache  *Cache
 }
 
-// scratch holds Forward's activations, grown to the largest batch seen.
-type scratch struct {
-	x, h, qkv, q, k, v, att, o, gu, act, sel []float32
-	pos                                      []int32
+// inferBufs are Forward's activations on the backend, grown to the largest
+// call (rows: tokens of a call; sel: rows whose logits are returned).
+type inferBufs struct {
+	rows, sel                       int
+	x, h, qkv, q, att, gu, act, ids backend.Buf
+	selX, logits, selIDs            backend.Buf
 }
 
-func grow(s *[]float32, n int) []float32 {
-	if cap(*s) < n {
-		*s = make([]float32, n)
+func (b *inferBufs) free(be Backend) {
+	for _, p := range []*backend.Buf{&b.x, &b.h, &b.qkv, &b.q, &b.att, &b.gu, &b.act, &b.ids, &b.selX, &b.logits, &b.selIDs} {
+		if !p.Nil() {
+			be.Free(*p)
+		}
 	}
-	return (*s)[:n]
+	*b = inferBufs{}
+}
+
+// grow makes room for N rows and R selected rows.
+func (b *inferBufs) grow(be Backend, d dims, N, R int) {
+	if N > b.rows {
+		n := max(N, 2*b.rows, 16)
+		for _, p := range []*backend.Buf{&b.x, &b.h, &b.qkv, &b.q, &b.att, &b.gu, &b.act, &b.ids} {
+			if !p.Nil() {
+				be.Free(*p)
+			}
+		}
+		b.x, b.h, b.qkv = be.Alloc(n*d.C), be.Alloc(n*d.C), be.Alloc(n*d.W)
+		b.q, b.att = be.Alloc(n*d.H*d.D), be.Alloc(n*d.H*d.D)
+		b.gu, b.act, b.ids = be.Alloc(n*2*d.F), be.Alloc(n*d.F), be.AllocIDs(n)
+		b.rows = n
+	}
+	if R > b.sel {
+		n := max(R, 2*b.sel, 16)
+		for _, p := range []*backend.Buf{&b.selX, &b.logits, &b.selIDs} {
+			if !p.Nil() {
+				be.Free(*p)
+			}
+		}
+		b.selX, b.logits, b.selIDs = be.Alloc(n*d.C), be.Alloc(n*d.V), be.AllocIDs(n)
+		b.sel = n
+	}
 }
 
 // Forward runs the decoder over every segment's tokens at once, appending
 // their keys and values to the segments' caches, and returns logits
-// [rows, V]: one row per token when all is set, else one per segment (its
-// last token's). The matrix products see every token of every segment as one
-// batch; attention runs per segment over its own cache.
+// [rows, V] on the host: one row per token when all is set, else one per
+// segment (its last token's). The matrix products see every token of every
+// segment as one batch; attention runs per segment over its own cache. The
+// host crossings are the token ids in and the logits out.
 func (m *Model) Forward(segs []Segment, all bool) ([]float32, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c := m.Config
-	C, H, KV, D, F, V := c.HiddenSize, c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim, c.IntermediateSize, c.VocabSize
-	eps := float32(c.RMSNormEps)
+	d := m.dims()
 	N, maxPos := 0, 0
 	for i, sg := range segs {
 		if len(sg.Tokens) == 0 || sg.Cache == nil {
 			return nil, fmt.Errorf("trainer: segment %d: no tokens or no cache", i)
 		}
 		for _, t := range sg.Tokens {
-			if t < 0 || int(t) >= V {
-				return nil, fmt.Errorf("trainer: segment %d: token %d outside the vocabulary [0,%d)", i, t, V)
+			if t < 0 || int(t) >= d.V {
+				return nil, fmt.Errorf("trainer: segment %d: token %d outside the vocabulary [0,%d)", i, t, d.V)
 			}
 		}
 		for j := range segs[:i] {
@@ -96,71 +147,49 @@ func (m *Model) Forward(segs []Segment, all bool) ([]float32, error) {
 	if N == 0 {
 		return nil, nil
 	}
-	be, s, w := m.Backend, &m.s, &m.W
-	m.ropeTables(maxPos)
-	qkvN := (H + 2*KV) * D
-	x, h := grow(&s.x, N*C), grow(&s.h, N*C)
-	qkv := grow(&s.qkv, N*qkvN)
-	q, k, v := grow(&s.q, N*H*D), grow(&s.k, N*KV*D), grow(&s.v, N*KV*D)
-	att, o := grow(&s.att, N*H*D), grow(&s.o, N*C)
-	gu, act := grow(&s.gu, N*2*F), grow(&s.act, N*F)
-	if cap(s.pos) < N {
-		s.pos = make([]int32, N)
+	R := len(segs)
+	if all {
+		R = N
 	}
-	pos := s.pos[:N]
-	r := 0
-	for _, sg := range segs {
+	be, b := m.Backend, &m.inf
+	b.grow(be, d, N, R)
+	rope := m.ropeFor(maxPos)
+	toks := make([]int32, 0, N)
+	bsegs := make([]backend.Seg, len(segs))
+	last := make([]int32, len(segs))
+	for i, sg := range segs {
 		sg.Cache.reserve(sg.Cache.Len + len(sg.Tokens))
-		for j, t := range sg.Tokens {
-			copy(x[r*C:(r+1)*C], w.Embed[int(t)*C:])
-			pos[r] = int32(sg.Cache.Len + j)
-			r++
-		}
+		bsegs[i] = backend.Seg{Row: len(toks), T: len(sg.Tokens), Start: sg.Cache.Len}
+		toks = append(toks, sg.Tokens...)
+		last[i] = int32(len(toks) - 1)
 	}
-	for l, L := range w.Layers {
-		be.RMSNorm(h, x, L.InputNorm, N, C, eps)
-		be.MatMul(qkv, h, L.QKV, N, qkvN, C)
-		for r := range N {
-			row := qkv[r*qkvN:]
-			copy(q[r*H*D:(r+1)*H*D], row[:H*D])
-			copy(k[r*KV*D:(r+1)*KV*D], row[H*D:(H+KV)*D])
-			copy(v[r*KV*D:(r+1)*KV*D], row[(H+KV)*D:qkvN])
+	ids := b.ids.Slice(0, N)
+	be.WriteIDs(ids, toks)
+	x := b.x.Slice(0, N*d.C)
+	be.Embed(x, m.W.Embed, ids, d.C)
+	h := b.h.Slice(0, N*d.C)
+	a := layerActs{xIn: x, xMid: x, h1: h, h2: h, qkv: b.qkv.Slice(0, N*d.W), q: b.q.Slice(0, N*d.H*d.D),
+		att: b.att.Slice(0, N*d.H*d.D), gu: b.gu.Slice(0, N*2*d.F), act: b.act.Slice(0, N*d.F)}
+	for l := range m.W.Layers {
+		for i, sg := range segs {
+			bsegs[i].K, bsegs[i].V = sg.Cache.K[l], sg.Cache.V[l]
 		}
-		be.RMSNorm(q, q, L.QNorm, N*H, D, eps)
-		be.RMSNorm(k, k, L.KNorm, N*KV, D, eps)
-		be.RoPE(q, pos, N, H, D, m.cos, m.sin)
-		be.RoPE(k, pos, N, KV, D, m.cos, m.sin)
-		r := 0
-		for _, sg := range segs {
-			T, start, row := len(sg.Tokens), sg.Cache.Len, KV*D
-			copy(sg.Cache.K[l][start*row:(start+T)*row], k[r*row:(r+T)*row])
-			copy(sg.Cache.V[l][start*row:(start+T)*row], v[r*row:(r+T)*row])
-			be.Attention(att[r*H*D:(r+T)*H*D], q[r*H*D:(r+T)*H*D], sg.Cache.K[l], sg.Cache.V[l], T, start, H, KV, D)
-			r += T
-		}
-		be.MatMul(o, att, L.O, N, C, H*D)
-		be.Add(x, o)
-		be.RMSNorm(h, x, L.PostNorm, N, C, eps)
-		be.MatMul(gu, h, L.GateUp, N, 2*F, C)
-		be.SwiGLU(act, gu, N, F)
-		be.MatMul(o, act, L.Down, N, C, F)
-		be.Add(x, o)
+		m.layerForward(&m.W.Layers[l], &a, x, bsegs, N, rope)
 	}
 	for _, sg := range segs {
 		sg.Cache.Len += len(sg.Tokens)
 	}
-	sel, R := x, N
+	sel := x
 	if !all {
-		R = len(segs)
-		sel = grow(&s.sel, R*C)
-		r := 0
-		for i, sg := range segs {
-			r += len(sg.Tokens)
-			copy(sel[i*C:(i+1)*C], x[(r-1)*C:r*C])
-		}
+		sel = b.selX.Slice(0, R*d.C)
+		sids := b.selIDs.Slice(0, R)
+		be.WriteIDs(sids, last)
+		be.Embed(sel, x, sids, d.C)
 	}
-	be.RMSNorm(sel, sel, w.Norm, R, C, eps)
-	logits := make([]float32, R*V)
-	be.MatMul(logits, sel, w.Head, R, V, C)
-	return logits, nil
+	be.RMSNorm(sel, backend.Buf{}, sel, m.W.Norm, R, d.C, d.eps)
+	lg := b.logits.Slice(0, R*d.V)
+	linear(be, lg, sel, m.W.Head, R, d.V, d.C, 0)
+	out := make([]float32, R*d.V)
+	be.Read(out, lg)
+	return out, nil
 }

@@ -8,29 +8,14 @@ import (
 	"os"
 	"sync"
 
+	"github.com/nextstate-rl/nextstate/trainer/backend"
 	"github.com/nextstate-rl/nextstate/trainer/safetensors"
 )
 
-// Backend runs the model's kernels on f32 buffers. The CPU backend
-// (trainer/cpu) implements it; shapes follow the legend of that package.
-// A CUDA backend will implement the same operations on device buffers.
-type Backend interface {
-	Name() string
-	// MatMul computes out[M,N] = x[M,K] · w[N,K]ᵀ.
-	MatMul(out, x, w []float32, M, N, K int)
-	// RMSNorm computes out[r,:] = x[r,:] / sqrt(mean(x[r,:]²) + eps) * w; out may be x.
-	RMSNorm(out, x, w []float32, rows, dim int, eps float32)
-	// RoPE rotates x[rows, heads, D] in place, row r at position pos[r].
-	RoPE(x []float32, pos []int32, rows, heads, D int, cos, sin []float32)
-	// Attention is causal GQA of q[T, H*D] at positions start.. over k, v[L, KV*D].
-	Attention(out, q, k, v []float32, T, start, H, KV, D int)
-	// SwiGLU computes out[r,i] = silu(gu[r,i]) * gu[r,F+i].
-	SwiGLU(out, gu []float32, rows, F int)
-	// Add computes dst += src.
-	Add(dst, src []float32)
-}
+// Backend runs the model's kernels on buffers it owns; see trainer/backend.
+type Backend = backend.Backend
 
-// tensor is one named parameter in the flat slice.
+// tensor is one named parameter in the arena.
 type tensor struct {
 	name  string
 	shape []int
@@ -45,7 +30,7 @@ func (t tensor) size() int {
 	return n
 }
 
-// layout places every parameter in one flat slice (llm.c's
+// layout places every parameter in one arena (llm.c's
 // malloc_and_point_parameters). Per layer, q/k/v and gate/up are adjacent so
 // that each group is one matrix product.
 type layout struct {
@@ -53,69 +38,105 @@ type layout struct {
 	total   int
 }
 
+func (l *layout) add(name string, shape ...int) {
+	t := tensor{name: name, shape: shape, off: l.total}
+	l.tensors = append(l.tensors, t)
+	l.total += t.size()
+}
+
 func newLayout(c Config) layout {
 	var l layout
-	add := func(name string, shape ...int) {
-		t := tensor{name: name, shape: shape, off: l.total}
-		l.tensors = append(l.tensors, t)
-		l.total += t.size()
-	}
 	C, D, F := c.HiddenSize, c.HeadDim, c.IntermediateSize
-	add("model.embed_tokens.weight", c.VocabSize, C)
+	l.add("model.embed_tokens.weight", c.VocabSize, C)
 	for i := range c.NumHiddenLayers {
 		p := fmt.Sprintf("model.layers.%d.", i)
-		add(p+"input_layernorm.weight", C)
-		add(p+"self_attn.q_proj.weight", c.NumAttentionHeads*D, C)
-		add(p+"self_attn.k_proj.weight", c.NumKeyValueHeads*D, C)
-		add(p+"self_attn.v_proj.weight", c.NumKeyValueHeads*D, C)
-		add(p+"self_attn.q_norm.weight", D)
-		add(p+"self_attn.k_norm.weight", D)
-		add(p+"self_attn.o_proj.weight", C, c.NumAttentionHeads*D)
-		add(p+"post_attention_layernorm.weight", C)
-		add(p+"mlp.gate_proj.weight", F, C)
-		add(p+"mlp.up_proj.weight", F, C)
-		add(p+"mlp.down_proj.weight", C, F)
+		l.add(p+"input_layernorm.weight", C)
+		l.add(p+"self_attn.q_proj.weight", c.NumAttentionHeads*D, C)
+		l.add(p+"self_attn.k_proj.weight", c.NumKeyValueHeads*D, C)
+		l.add(p+"self_attn.v_proj.weight", c.NumKeyValueHeads*D, C)
+		l.add(p+"self_attn.q_norm.weight", D)
+		l.add(p+"self_attn.k_norm.weight", D)
+		l.add(p+"self_attn.o_proj.weight", C, c.NumAttentionHeads*D)
+		l.add(p+"post_attention_layernorm.weight", C)
+		l.add(p+"mlp.gate_proj.weight", F, C)
+		l.add(p+"mlp.up_proj.weight", F, C)
+		l.add(p+"mlp.down_proj.weight", C, F)
 	}
-	add("model.norm.weight", C)
+	l.add("model.norm.weight", C)
 	if !c.TieWordEmbeddings {
-		add("lm_head.weight", c.VocabSize, C)
+		l.add("lm_head.weight", c.VocabSize, C)
 	}
 	return l
 }
 
-// Layer is one decoder layer's views into Model.Params.
+// find returns the index of the tensor called name, or -1.
+func (l *layout) find(name string) int {
+	for i, t := range l.tensors {
+		if t.name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// Layer is one decoder layer's views into an arena of the model's layout
+// (its parameters, or their gradients).
 type Layer struct {
-	InputNorm []float32 // [C]
-	QKV       []float32 // [(H+2KV)*D, C]: q_proj, k_proj, v_proj stacked
-	QNorm     []float32 // [D]
-	KNorm     []float32 // [D]
-	O         []float32 // [C, H*D]
-	PostNorm  []float32 // [C]
-	GateUp    []float32 // [2F, C]: gate_proj, up_proj stacked
-	Down      []float32 // [C, F]
+	InputNorm backend.Buf // [C]
+	QKV       backend.Buf // [(H+2KV)·D, C]: q_proj, k_proj, v_proj stacked
+	QNorm     backend.Buf // [D]
+	KNorm     backend.Buf // [D]
+	O         backend.Buf // [C, H·D]
+	PostNorm  backend.Buf // [C]
+	GateUp    backend.Buf // [2F, C]: gate_proj, up_proj stacked
+	Down      backend.Buf // [C, F]
 }
 
-// Weights are named views into Model.Params.
+// Weights are named views into an arena of the model's layout.
 type Weights struct {
-	Embed  []float32 // [V, C]
+	Embed  backend.Buf // [V, C]
 	Layers []Layer
-	Norm   []float32 // [C]
-	Head   []float32 // [V, C]; Embed itself when tie_word_embeddings
+	Norm   backend.Buf // [C]
+	Head   backend.Buf // [V, C]; Embed itself when tie_word_embeddings
 }
 
-// Model is a Qwen3 decoder with its parameters in one flat f32 slice.
-// Forward calls are serialised by the model; its backend parallelises each.
+// point returns the named views of arena a (the order is newLayout's).
+func (l *layout) point(c Config, a backend.Buf) Weights {
+	view := func(i int) backend.Buf { t := l.tensors[i]; return a.Slice(t.off, t.size()) }
+	span := func(i, n int) backend.Buf { // n consecutive tensors from i
+		first, last := l.tensors[i], l.tensors[i+n-1]
+		return a.Slice(first.off, last.off+last.size()-first.off)
+	}
+	w := Weights{Embed: view(0), Layers: make([]Layer, c.NumHiddenLayers)}
+	i := 1
+	for k := range w.Layers {
+		w.Layers[k] = Layer{
+			InputNorm: view(i), QKV: span(i+1, 3), QNorm: view(i + 4), KNorm: view(i + 5),
+			O: view(i + 6), PostNorm: view(i + 7), GateUp: span(i+8, 2), Down: view(i + 10),
+		}
+		i += 11
+	}
+	w.Norm = view(i)
+	w.Head = w.Embed
+	if !c.TieWordEmbeddings {
+		w.Head = view(i + 1)
+	}
+	return w
+}
+
+// Model is a Qwen3 decoder whose parameters live in one arena its backend
+// allocated (Params), with named views (W). Its methods are serialised by
+// the model; the backend parallelises each operation.
 type Model struct {
 	Config  Config
-	Params  []float32
-	W       Weights
 	Backend Backend
+	Params  backend.Buf
+	W       Weights
 
 	layout layout
-	mu     sync.Mutex // Forward: the scratch buffers and rope tables
-	s      scratch
-	cos    []float32 // [positions, D/2]
-	sin    []float32
+	mu     sync.Mutex // every method that runs kernels
+	inf    inferBufs  // Forward's activations, grown to the largest call
+	rope   ropeTables
 }
 
 // New makes a model of configuration c with zero parameters.
@@ -127,56 +148,95 @@ func New(c Config, be Backend) (*Model, error) {
 		return nil, errors.New("trainer: nil backend")
 	}
 	m := &Model{Config: c, Backend: be, layout: newLayout(c)}
-	m.Params = make([]float32, m.layout.total)
-	m.point()
+	m.Params = be.Alloc(m.layout.total)
+	m.W = m.layout.point(c, m.Params)
 	return m, nil
 }
 
-func (m *Model) view(i int) []float32 {
+func (m *Model) view(i int) backend.Buf {
 	t := m.layout.tensors[i]
-	return m.Params[t.off : t.off+t.size() : t.off+t.size()]
+	return m.Params.Slice(t.off, t.size())
 }
 
-// point sets the named views (the order is newLayout's).
-func (m *Model) point() {
-	c := m.Config
-	span := func(i, n int) []float32 { // n consecutive tensors from i
-		a, b := m.layout.tensors[i], m.layout.tensors[i+n-1]
-		return m.Params[a.off : b.off+b.size() : b.off+b.size()]
+// TensorInfo names one parameter tensor and its shape.
+type TensorInfo struct {
+	Name  string
+	Shape []int
+}
+
+// Tensors lists the parameters in the arena's order, with HF's names.
+func (m *Model) Tensors() []TensorInfo {
+	out := make([]TensorInfo, len(m.layout.tensors))
+	for i, t := range m.layout.tensors {
+		out[i] = TensorInfo{t.name, t.shape}
 	}
-	m.W.Embed = m.view(0)
-	m.W.Layers = make([]Layer, c.NumHiddenLayers)
-	i := 1
-	for l := range m.W.Layers {
-		m.W.Layers[l] = Layer{
-			InputNorm: m.view(i), QKV: span(i+1, 3), QNorm: m.view(i + 4), KNorm: m.view(i + 5),
-			O: m.view(i + 6), PostNorm: m.view(i + 7), GateUp: span(i+8, 2), Down: m.view(i + 10),
-		}
-		i += 11
+	return out
+}
+
+// ReadTensor copies the parameter called name to the host.
+func (m *Model) ReadTensor(name string) ([]float32, error) {
+	i := m.layout.find(name)
+	if i < 0 {
+		return nil, fmt.Errorf("trainer: no parameter %q", name)
 	}
-	m.W.Norm = m.view(i)
-	m.W.Head = m.W.Embed
-	if !c.TieWordEmbeddings {
-		m.W.Head = m.view(i + 1)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v := make([]float32, m.layout.tensors[i].size())
+	m.Backend.Read(v, m.view(i))
+	return v, nil
+}
+
+// WriteTensor sets the parameter called name from host values.
+func (m *Model) WriteTensor(name string, v []float32) error {
+	i := m.layout.find(name)
+	if i < 0 {
+		return fmt.Errorf("trainer: no parameter %q", name)
 	}
+	if n := m.layout.tensors[i].size(); len(v) != n {
+		return fmt.Errorf("trainer: parameter %q has %d values, got %d", name, n, len(v))
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.Backend.Write(m.view(i), v)
+	return nil
+}
+
+// ReadParams copies the whole arena to the host, in the order of Tensors.
+func (m *Model) ReadParams() []float32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v := make([]float32, m.Params.Len())
+	m.Backend.Read(v, m.Params)
+	return v
+}
+
+// WriteParams sets the whole arena from host values in the order of Tensors.
+func (m *Model) WriteParams(v []float32) error {
+	if len(v) != m.Params.Len() {
+		return fmt.Errorf("trainer: the model has %d parameters, got %d", m.Params.Len(), len(v))
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.Backend.Write(m.Params, v)
+	return nil
 }
 
 // InitRandom fills the parameters as HF's Qwen3 initialiser does: normal
 // weights with standard deviation std (initializer_range, 0.02), norms at one.
 func (m *Model) InitRandom(seed uint64, std float64) {
 	r := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
-	for i, t := range m.layout.tensors {
-		v := m.view(i)
-		if len(t.shape) == 1 {
-			for j := range v {
-				v[j] = 1
-			}
-			continue
-		}
+	host := make([]float32, m.Params.Len())
+	for _, t := range m.layout.tensors {
+		v := host[t.off : t.off+t.size()]
 		for j := range v {
-			v[j] = float32(r.NormFloat64() * std)
+			if len(t.shape) == 1 {
+				v[j] = 1
+			} else {
+				v[j] = float32(r.NormFloat64() * std)
+			}
 		}
 	}
+	m.WriteParams(host)
 }
 
 // Load reads a Hugging Face model folder: config.json and model.safetensors
@@ -191,24 +251,39 @@ func Load(dir string, be Backend) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := safetensors.OpenDir(dir)
-	if err != nil {
+	if err := m.loadTensors(dir, ""); err != nil {
+		m.Close()
 		return nil, err
 	}
+	return m, nil
+}
+
+// loadTensors reads every parameter from the safetensors of dir, each
+// looked up under prefix+name, one tensor at a time through the host.
+func (m *Model) loadTensors(dir, prefix string) error {
+	d, err := safetensors.OpenDir(dir)
+	if err != nil {
+		return err
+	}
 	defer d.Close()
+	var host []float32
 	for i, t := range m.layout.tensors {
-		info, ok := d.Info(t.name)
+		info, ok := d.Info(prefix + t.name)
 		if !ok {
-			return nil, fmt.Errorf("trainer: %s: %w: %q", dir, safetensors.ErrNotFound, t.name)
+			return fmt.Errorf("trainer: %s: %w: %q", dir, safetensors.ErrNotFound, prefix+t.name)
 		}
 		if !sameShape(info.Shape, t.shape) {
-			return nil, fmt.Errorf("trainer: %s: tensor %q has shape %v, config.json needs %v", dir, t.name, info.Shape, t.shape)
+			return fmt.Errorf("trainer: %s: tensor %q has shape %v, config.json needs %v", dir, prefix+t.name, info.Shape, t.shape)
 		}
-		if err := d.ReadFloat32(t.name, m.view(i)); err != nil {
-			return nil, err
+		if cap(host) < t.size() {
+			host = make([]float32, t.size())
 		}
+		if err := d.ReadFloat32(prefix+t.name, host[:t.size()]); err != nil {
+			return err
+		}
+		m.Backend.Write(m.view(i), host[:t.size()])
 	}
-	return m, nil
+	return nil
 }
 
 func sameShape(a, b []int) bool {
@@ -224,7 +299,8 @@ func sameShape(a, b []int) bool {
 }
 
 // Save writes config.json and the weights as dtype into dir (created if
-// needed), sharded above maxShard bytes (0: one file).
+// needed), sharded above maxShard bytes (0: one file): the Hugging Face
+// layout Load, transformers, vLLM and SGLang read.
 func (m *Model) Save(dir string, dtype safetensors.DType, maxShard int64) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -234,22 +310,57 @@ func (m *Model) Save(dir string, dtype safetensors.DType, maxShard int64) error 
 	if err := WriteConfig(dir, c); err != nil {
 		return err
 	}
-	ts := make([]safetensors.Tensor, len(m.layout.tensors))
-	for i, t := range m.layout.tensors {
-		ts[i] = safetensors.Tensor{Name: t.name, DType: dtype, Shape: t.shape, Data: m.view(i)}
-	}
-	return safetensors.WriteDir(dir, ts, maxShard)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return safetensors.WriteDir(dir, m.hostTensors(m.Params, dtype, ""), maxShard)
 }
 
-// ropeTables grows the cos/sin tables to cover positions [0, n), computed as
-// HF does in f32: inv_freq = 1/θ^(2i/D), angle = f32(p)·inv_freq.
-func (m *Model) ropeTables(n int) {
-	half := m.Config.HeadDim / 2
-	have := len(m.cos) / half
-	if have >= n {
-		return
+// hostTensors describes arena a (of the model's layout) for the
+// safetensors writer, each tensor read from the backend when written.
+func (m *Model) hostTensors(a backend.Buf, dtype safetensors.DType, prefix string) []safetensors.Tensor {
+	ts := make([]safetensors.Tensor, len(m.layout.tensors))
+	for i, t := range m.layout.tensors {
+		v := a.Slice(t.off, t.size())
+		ts[i] = safetensors.Tensor{Name: prefix + t.name, DType: dtype, Shape: t.shape, Fill: func(dst []float32) { m.Backend.Read(dst, v) }}
 	}
-	n = max(n, 2*have, 256)
+	return ts
+}
+
+// Close releases the model's buffers; the model must not be used after.
+func (m *Model) Close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.inf.free(m.Backend)
+	m.rope.free(m.Backend)
+	if !m.Params.Nil() {
+		m.Backend.Free(m.Params)
+		m.Params = backend.Buf{}
+	}
+}
+
+// ropeTables holds the rotary tables on the backend, grown as positions need.
+type ropeTables struct {
+	n    int // positions covered
+	tabs backend.Rope
+}
+
+func (r *ropeTables) free(be Backend) {
+	if r.n > 0 {
+		be.Free(r.tabs.Cos)
+		be.Free(r.tabs.Sin)
+		*r = ropeTables{}
+	}
+}
+
+// ropeFor grows the tables to cover positions [0, n), computed as HF does
+// in f32: inv_freq = 1/θ^(2i/D), angle = f32(p)·inv_freq; a host crossing
+// only when they grow.
+func (m *Model) ropeFor(n int) backend.Rope {
+	if m.rope.n >= n {
+		return m.rope.tabs
+	}
+	n = max(n, 2*m.rope.n, 256)
+	half := m.Config.HeadDim / 2
 	inv := make([]float32, half)
 	for i := range inv {
 		e := float32(2*i) / float32(m.Config.HeadDim)
@@ -262,5 +373,10 @@ func (m *Model) ropeTables(n int) {
 			cos[p*half+i], sin[p*half+i] = float32(math.Cos(a)), float32(math.Sin(a))
 		}
 	}
-	m.cos, m.sin = cos, sin
+	m.rope.free(m.Backend)
+	be := m.Backend
+	m.rope = ropeTables{n: n, tabs: backend.Rope{Cos: be.Alloc(len(cos)), Sin: be.Alloc(len(sin))}}
+	be.Write(m.rope.tabs.Cos, cos)
+	be.Write(m.rope.tabs.Sin, sin)
+	return m.rope.tabs
 }

@@ -61,8 +61,16 @@ func loadBLAS() *openBLAS {
 	return blasLib
 }
 
-// matmulBLAS computes out[M,N] = x[M,K] · w[N,K]ᵀ with sgemm.
-func (b *openBLAS) matmul(out, x, w []float32, M, N, K int) {
-	b.sgemm(cblasRowMajor, cblasNoTrans, cblasTrans, int32(M), int32(N), int32(K), 1,
-		unsafe.Pointer(&x[0]), int32(K), unsafe.Pointer(&w[0]), int32(K), 0, unsafe.Pointer(&out[0]), int32(N))
+// gemm computes c = alpha·op(a)·op(b) + beta·c with sgemm, row-major with
+// leading dimensions lda, ldb, ldc.
+func (b *openBLAS) gemm(ta, tb bool, M, N, K int, alpha float32, a []float32, lda int, x []float32, ldb int, beta float32, c []float32, ldc int) {
+	tA, tB := int32(cblasNoTrans), int32(cblasNoTrans)
+	if ta {
+		tA = cblasTrans
+	}
+	if tb {
+		tB = cblasTrans
+	}
+	b.sgemm(cblasRowMajor, tA, tB, int32(M), int32(N), int32(K), alpha,
+		unsafe.Pointer(&a[0]), int32(lda), unsafe.Pointer(&x[0]), int32(ldb), beta, unsafe.Pointer(&c[0]), int32(ldc))
 }

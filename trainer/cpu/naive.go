@@ -2,126 +2,158 @@ package cpu
 
 import "math"
 
-// The naive kernels: each the plainest loop for its formula, kept as the
-// reference the fast kernels are tested against (llm.c's matmul_forward_naive).
-// Shapes follow the legend in the package doc.
+// The naive kernels: each the plainest loops for its formula, computing in
+// float64, generic over the element type so that a backward can be checked
+// against finite differences of its forward in float64. They are the
+// reference the fast kernels are tested against (llm.c's
+// matmul_forward_naive) and, through Naive, the model's. Each forward sits
+// next to its backward; backwards add into their gradients (a nil gradient
+// is skipped). Shapes follow trainer/backend's legend.
 
-// MatMulNaive computes out[M,N] = x[M,K] · w[N,K]ᵀ, w in PyTorch's
-// [out_features, in_features] layout, accumulating in float64.
-func MatMulNaive(out, x, w []float32, M, N, K int) {
-	for m := range M {
-		for n := range N {
-			var s float64
-			for k := range K {
-				s += float64(x[m*K+k]) * float64(w[n*K+k])
-			}
-			out[m*N+n] = float32(s)
+type float interface{ ~float32 | ~float64 }
+
+// embedNaive computes out[n,:] = table[ids[n],:].
+func embedNaive[F float](out, table []F, ids []int32, C int) {
+	for n, id := range ids {
+		copy(out[n*C:(n+1)*C], table[int(id)*C:(int(id)+1)*C])
+	}
+}
+
+// embedBackwardNaive computes dTable[ids[n],:] += dOut[n,:].
+func embedBackwardNaive[F float](dTable, dOut []F, ids []int32, C int) {
+	for n, id := range ids {
+		for i := range C {
+			dTable[int(id)*C+i] += dOut[n*C+i]
 		}
 	}
 }
 
-// RMSNormNaive computes out[r,:] = x[r,:] / sqrt(mean(x[r,:]²) + eps) * w.
-func RMSNormNaive(out, x, w []float32, rows, dim int, eps float32) {
+// gemmNaive computes c = α·op(a)·op(b) + β·c with op(a)[M,K], op(b)[K,N].
+func gemmNaive[F float](c []F, ldc int, a []F, lda int, ta bool, b []F, ldb int, tb bool, M, N, K int, alpha, beta float64) {
+	at := func(m, k int) float64 {
+		if ta {
+			return float64(a[k*lda+m])
+		}
+		return float64(a[m*lda+k])
+	}
+	bt := func(k, n int) float64 {
+		if tb {
+			return float64(b[n*ldb+k])
+		}
+		return float64(b[k*ldb+n])
+	}
+	for m := range M {
+		for n := range N {
+			var s float64
+			for k := range K {
+				s += at(m, k) * bt(k, n)
+			}
+			o := alpha * s
+			if beta != 0 {
+				o += beta * float64(c[m*ldc+n])
+			}
+			c[m*ldc+n] = F(o)
+		}
+	}
+}
+
+// MatMulNaive computes out[M,N] = x[M,K] · w[N,K]ᵀ, w in PyTorch's
+// [out_features, in_features] layout, accumulating in float64.
+func MatMulNaive(out, x, w []float32, M, N, K int) {
+	gemmNaive(out, N, x, K, false, w, K, true, M, N, K, 1, 0)
+}
+
+// rmsNormNaive computes out[r,:] = x[r,:] / √(mean(x[r,:]²) + eps) · w and,
+// when rstd is not nil, rstd[r] = 1/√(mean(x[r,:]²) + eps).
+func rmsNormNaive[F float](out, rstd, x, w []F, rows, dim int, eps float64) {
 	for r := range rows {
 		var ss float64
 		for i := range dim {
 			v := float64(x[r*dim+i])
 			ss += v * v
 		}
-		scale := 1 / math.Sqrt(ss/float64(dim)+float64(eps))
+		s := 1 / math.Sqrt(ss/float64(dim)+eps)
+		if rstd != nil {
+			rstd[r] = F(s)
+		}
 		for i := range dim {
-			out[r*dim+i] = float32(float64(x[r*dim+i])*scale) * w[i]
+			out[r*dim+i] = F(float64(x[r*dim+i]) * s * float64(w[i]))
 		}
 	}
 }
 
-// RoPENaive rotates x[rows, heads, D] in place, rotate-half style (HF's
-// rotate_half: pairs i and i+D/2), row r at position pos[r], with tables
-// cos/sin[p*D/2 + i] for the angle p·θ^(-2i/D).
-func RoPENaive(x []float32, pos []int32, rows, heads, D int, cos, sin []float32) {
-	half := D / 2
+// rmsNormBackwardNaive adds the gradients of rmsNormNaive from the rstd it
+// kept: with y = x·s·w, s = (mean(x²)+eps)^(−1/2),
+// ∂y_i/∂x_j = s·w_i·δ_ij − s³·w_i·x_i·x_j/dim.
+func rmsNormBackwardNaive[F float](dx, dw, dy, x, w, rstd []F, rows, dim int) {
 	for r := range rows {
-		p := int(pos[r])
-		for h := range heads {
-			v := x[(r*heads+h)*D:][:D]
-			for i := range half {
-				c, s := cos[p*half+i], sin[p*half+i]
-				a, b := v[i], v[i+half]
-				v[i] = a*c - b*s
-				v[i+half] = b*c + a*s
+		xr, dr := x[r*dim:][:dim], dy[r*dim:][:dim]
+		s := float64(rstd[r])
+		var dot float64
+		for i := range dim {
+			dot += float64(dr[i]) * float64(w[i]) * float64(xr[i])
+		}
+		for j := range dim {
+			if dx != nil {
+				g := s*float64(dr[j])*float64(w[j]) - s*s*s*float64(xr[j])*dot/float64(dim)
+				dx[r*dim+j] += F(g)
+			}
+			if dw != nil {
+				dw[j] += F(float64(dr[j]) * float64(xr[j]) * s)
 			}
 		}
 	}
 }
 
-// AttentionNaive is causal grouped-query attention over a KV cache:
-// q[T, H*D] holds queries at positions start..start+T-1, k and v[L, KV*D]
-// the keys and values of positions 0..L-1 (L >= start+T); query head h reads
-// kv head h/(H/KV); out[T, H*D].
-func AttentionNaive(out, q, k, v []float32, T, start, H, KV, D int) {
-	group := H / KV
-	scale := 1 / math.Sqrt(float64(D))
-	for t := range T {
-		n := start + t + 1 // keys visible to this query
-		for h := range H {
-			kh := h / group
-			qv := q[(t*H+h)*D:][:D]
-			sc := make([]float64, n)
-			mx := math.Inf(-1)
-			for j := range n {
-				var s float64
-				for i := range D {
-					s += float64(qv[i]) * float64(k[(j*KV+kh)*D+i])
-				}
-				sc[j] = s * scale
-				mx = max(mx, sc[j])
-			}
-			var sum float64
-			for j := range sc {
-				sc[j] = math.Exp(sc[j] - mx)
-				sum += sc[j]
-			}
-			o := out[(t*H+h)*D:][:D]
-			for i := range D {
-				var a float64
-				for j := range n {
-					a += sc[j] * float64(v[(j*KV+kh)*D+i])
-				}
-				o[i] = float32(a / sum)
-			}
-		}
-	}
+// RMSNormNaive is rmsNormNaive on float32 without rstd.
+func RMSNormNaive(out, x, w []float32, rows, dim int, eps float32) {
+	rmsNormNaive(out, nil, x, w, rows, dim, float64(eps))
 }
 
-// SwiGLUNaive computes out[r,i] = silu(gu[r,i]) * gu[r,F+i] for gu[rows, 2F]
+// swigluNaive computes out[r,i] = silu(gu[r,i])·gu[r,F+i] for gu[rows, 2F]
 // (gate and up side by side, as the fused projection writes them).
-func SwiGLUNaive(out, gu []float32, rows, F int) {
+func swigluNaive[F float](out, gu []F, rows, Fn int) {
 	for r := range rows {
-		for i := range F {
-			g, u := float64(gu[r*2*F+i]), float64(gu[r*2*F+F+i])
-			out[r*F+i] = float32(g / (1 + math.Exp(-g)) * u)
+		for i := range Fn {
+			g, u := float64(gu[r*2*Fn+i]), float64(gu[r*2*Fn+Fn+i])
+			out[r*Fn+i] = F(g / (1 + math.Exp(-g)) * u)
 		}
 	}
 }
 
-// Naive is a backend that runs only the naive kernels: slow, plain, and the
-// model-level reference for the fast backend.
-type Naive struct{}
-
-func (Naive) Name() string                            { return "cpu-naive" }
-func (Naive) MatMul(out, x, w []float32, M, N, K int) { MatMulNaive(out, x, w, M, N, K) }
-func (Naive) RMSNorm(out, x, w []float32, rows, dim int, eps float32) {
-	RMSNormNaive(out, x, w, rows, dim, eps)
-}
-func (Naive) RoPE(x []float32, pos []int32, rows, heads, D int, cos, sin []float32) {
-	RoPENaive(x, pos, rows, heads, D, cos, sin)
-}
-func (Naive) Attention(out, q, k, v []float32, T, start, H, KV, D int) {
-	AttentionNaive(out, q, k, v, T, start, H, KV, D)
-}
-func (Naive) SwiGLU(out, gu []float32, rows, F int) { SwiGLUNaive(out, gu, rows, F) }
-func (Naive) Add(dst, src []float32) {
-	for i := range dst {
-		dst[i] += src[i]
+// swigluBackwardNaive adds dgate = dout·up·σ(g)(1 + g(1−σ(g))), dup = dout·silu(g).
+func swigluBackwardNaive[F float](dgu, dout, gu []F, rows, Fn int) {
+	for r := range rows {
+		for i := range Fn {
+			g, u, d := float64(gu[r*2*Fn+i]), float64(gu[r*2*Fn+Fn+i]), float64(dout[r*Fn+i])
+			sg := 1 / (1 + math.Exp(-g))
+			dgu[r*2*Fn+i] += F(d * u * sg * (1 + g*(1-sg)))
+			dgu[r*2*Fn+Fn+i] += F(d * g * sg)
+		}
 	}
+}
+
+// SwiGLUNaive is swigluNaive on float32.
+func SwiGLUNaive(out, gu []float32, rows, F int) { swigluNaive(out, gu, rows, F) }
+
+// adamwNaive takes one AdamW step per element in float64 (torch.optim.AdamW).
+func adamwNaive[F float](p, g, m, v []F, lr, b1, b2, eps, wd, gscale float64, step int) {
+	bc1, bc2 := 1-math.Pow(b1, float64(step)), 1-math.Pow(b2, float64(step))
+	for i := range p {
+		gi := float64(g[i]) * gscale
+		pi := float64(p[i]) * (1 - lr*wd)
+		mi := b1*float64(m[i]) + (1-b1)*gi
+		vi := b2*float64(v[i]) + (1-b2)*gi*gi
+		pi -= lr / bc1 * mi / (math.Sqrt(vi)/math.Sqrt(bc2) + eps)
+		p[i], m[i], v[i] = F(pi), F(mi), F(vi)
+	}
+}
+
+// sumSquaresNaive is Σ x².
+func sumSquaresNaive[F float](x []F) float64 {
+	var s float64
+	for _, v := range x {
+		s += float64(v) * float64(v)
+	}
+	return s
 }

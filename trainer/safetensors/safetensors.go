@@ -153,12 +153,25 @@ func (f *File) ReadFloat32(name string, dst []float32) error {
 // Close closes the file.
 func (f *File) Close() error { return f.f.Close() }
 
-// Tensor is one tensor to write: f32 data in memory, stored as DType.
+// Tensor is one tensor to write, stored as DType: f32 Data in memory or,
+// when Data is nil, a Fill that writes its values into a buffer of the
+// shape's size when the writer needs them (so that weights held elsewhere,
+// on a device, are copied one tensor at a time).
 type Tensor struct {
 	Name  string
 	DType DType
 	Shape []int
 	Data  []float32
+	Fill  func(dst []float32)
+}
+
+// elems is the number of elements of the tensor's shape.
+func (t Tensor) elems() int {
+	n := 1
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n
 }
 
 // Write writes tensors to path as one safetensors file, in the order given
@@ -174,11 +187,11 @@ func Write(path string, tensors []Tensor, metadata map[string]string) error {
 		if sz == 0 {
 			return fmt.Errorf("safetensors: tensor %q: dtype %q is not supported", t.Name, t.DType)
 		}
-		n := 1
-		for _, d := range t.Shape {
-			n *= d
+		n := t.elems()
+		if t.Data == nil && t.Fill == nil {
+			return fmt.Errorf("safetensors: tensor %q has neither Data nor Fill", t.Name)
 		}
-		if n != len(t.Data) {
+		if t.Data != nil && n != len(t.Data) {
 			return fmt.Errorf("safetensors: tensor %q: shape %v has %d elements, data %d", t.Name, t.Shape, n, len(t.Data))
 		}
 		if _, dup := hdr[t.Name]; dup || t.Name == "" {
@@ -215,13 +228,22 @@ func Write(path string, tensors []Tensor, metadata map[string]string) error {
 		return err
 	}
 	var buf []byte
+	var vals []float32
 	for _, t := range tensors {
-		need := len(t.Data) * t.DType.Size()
+		data := t.Data
+		if data == nil {
+			if cap(vals) < t.elems() {
+				vals = make([]float32, t.elems())
+			}
+			data = vals[:t.elems()]
+			t.Fill(data)
+		}
+		need := len(data) * t.DType.Size()
 		if cap(buf) < need {
 			buf = make([]byte, need)
 		}
 		buf = buf[:need]
-		encode(buf, t.Data, t.DType)
+		encode(buf, data, t.DType)
 		if _, err := f.Write(buf); err != nil {
 			f.Close()
 			return err
@@ -343,7 +365,7 @@ func WriteDir(dir string, tensors []Tensor, maxShard int64) error {
 	var cur []Tensor
 	var curSize, total int64
 	for _, t := range tensors {
-		sz := int64(len(t.Data) * t.DType.Size())
+		sz := int64(t.elems() * t.DType.Size())
 		if maxShard > 0 && len(cur) > 0 && curSize+sz > maxShard {
 			shards = append(shards, cur)
 			cur, curSize = nil, 0

@@ -83,11 +83,13 @@ func newScripted(t *testing.T, phrases []string, next map[string]string) *script
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range m.W.Layers[0].InputNorm {
-		m.W.Layers[0].InputNorm[i], m.W.Layers[0].PostNorm[i], m.W.Norm[i] = 1, 1, 1
+	ones := make([]float32, V)
+	for i := range ones {
+		ones[i] = 1
 	}
+	embed, head := make([]float32, V*V), make([]float32, V*V)
 	for v := range V {
-		m.W.Embed[v*V+v] = 1 // one-hot embeddings; the layer adds nothing (zero weights)
+		embed[v*V+v] = 1 // one-hot embeddings; the layer adds nothing (zero weights)
 	}
 	for from, to := range next {
 		f, ok1 := ids[from]
@@ -95,7 +97,13 @@ func newScripted(t *testing.T, phrases []string, next map[string]string) *script
 		if !ok1 || !ok2 {
 			t.Fatalf("script: %q -> %q: unknown token", from, to)
 		}
-		m.W.Head[int(g)*V+int(f)] = 1
+		head[int(g)*V+int(f)] = 1
+	}
+	for name, v := range map[string][]float32{"model.layers.0.input_layernorm.weight": ones, "model.layers.0.post_attention_layernorm.weight": ones,
+		"model.norm.weight": ones, "model.embed_tokens.weight": embed, "lm_head.weight": head} {
+		if err := m.WriteTensor(name, v); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return &scripted{tok: tok, model: m, ids: ids}
 }

@@ -8,6 +8,7 @@ BF16) with nothing but torch and the standard library.
   qwen3.py generate DIR IN.json           greedy; IN: {"seqs": [...], "steps": n}; prints JSON
   qwen3.py bench DIR IN.json              IN: {"prefill": T, "batches": [1, 8], "decode": n,
                                           "prompt": P, "threads": k, "repeat": r}; prints JSON
+  qwen3.py train DIR IN.json OUT.st       autograd and torch.optim.AdamW (see train.py)
 """
 import json
 import math
@@ -76,6 +77,10 @@ class Qwen3:
     def new_cache(self):
         return [None] * self.L
 
+    def linear(self, name, x):
+        """The projection called name (e.g. model.layers.0.mlp.up_proj) of x."""
+        return F.linear(x, self.w[name + ".weight"])
+
     def forward(self, ids, cache, start):
         """ids [B, T] at positions start..start+T-1; cache: per layer (k, v) [B, KV, L, D] or None."""
         w, H, KV, D, eps = self.w, self.H, self.KV, self.D, self.eps
@@ -90,9 +95,9 @@ class Qwen3:
         for i in range(self.L):
             p = f"model.layers.{i}."
             h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
-            q = F.linear(h, w[p + "self_attn.q_proj.weight"]).view(B, T, H, D)
-            k = F.linear(h, w[p + "self_attn.k_proj.weight"]).view(B, T, KV, D)
-            v = F.linear(h, w[p + "self_attn.v_proj.weight"]).view(B, T, KV, D).transpose(1, 2)
+            q = self.linear(p + "self_attn.q_proj", h).view(B, T, H, D)
+            k = self.linear(p + "self_attn.k_proj", h).view(B, T, KV, D)
+            v = self.linear(p + "self_attn.v_proj", h).view(B, T, KV, D).transpose(1, 2)
             q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps).transpose(1, 2)
             k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps).transpose(1, 2)
             q = q * cos + rotate_half(q) * sin
@@ -107,11 +112,11 @@ class Qwen3:
             s = s.masked_fill(~mask, float("-inf"))
             a = torch.softmax(s, dim=-1) @ v
             a = a.transpose(1, 2).reshape(B, T, H * D)
-            x = x + F.linear(a, w[p + "self_attn.o_proj.weight"])
+            x = x + self.linear(p + "self_attn.o_proj", a)
             h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
-            g = F.linear(h, w[p + "mlp.gate_proj.weight"])
-            u = F.linear(h, w[p + "mlp.up_proj.weight"])
-            x = x + F.linear(F.silu(g) * u, w[p + "mlp.down_proj.weight"])
+            g = self.linear(p + "mlp.gate_proj", h)
+            u = self.linear(p + "mlp.up_proj", h)
+            x = x + self.linear(p + "mlp.down_proj", F.silu(g) * u)
         x = rms_norm(x, w["model.norm.weight"], eps)
         return F.linear(x, self.head)
 
@@ -183,6 +188,9 @@ def main():
         cmd_generate(model, req)
     elif cmd == "bench":
         cmd_bench(model, req)
+    elif cmd == "train":
+        import train
+        train.cmd_train(model, req, sys.argv[4])
     else:
         sys.exit("unknown command " + cmd)
 

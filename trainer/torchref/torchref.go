@@ -1,7 +1,8 @@
-// Package torchref runs the plain-PyTorch Qwen3 forward (qwen3.py, embedded)
-// that the Go model is tested and benchmarked against. It needs Debian's
-// python3-torch: Available says whether /usr/bin/python3 (or
-// NEXTSTATE_TORCH_PYTHON) can import torch, and why not.
+// Package torchref runs the plain-PyTorch Qwen3 (qwen3.py: the forward,
+// greedy generation; train.py: autograd, torch.optim.AdamW, a plain LoRA;
+// both embedded) that the Go model and trainer are tested and benchmarked
+// against. It needs Debian's python3-torch: Python says whether
+// /usr/bin/python3 (or NEXTSTATE_TORCH_PYTHON) can import torch, and why not.
 package torchref
 
 import (
@@ -18,6 +19,9 @@ import (
 
 //go:embed qwen3.py
 var script []byte
+
+//go:embed train.py
+var trainScript []byte
 
 var (
 	once      sync.Once
@@ -59,6 +63,9 @@ func Run(ctx context.Context, cmd, dir string, req any, extra ...string) ([]byte
 		return nil, err
 	}
 	if err := os.WriteFile(sp, script, 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "train.py"), trainScript, 0o644); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(in, js, 0o644); err != nil {

@@ -1,0 +1,134 @@
+"""Autograd, torch.optim.AdamW and a plainly written LoRA on the Qwen3 of
+qwen3.py: the reference the Go trainer's gradients, optimizer steps and
+adapters are checked against, and the PyTorch side of `bench train`.
+
+  qwen3.py train DIR IN.json OUT.safetensors
+    IN: {"seqs": [[ids...], ...], "rows": [[seq, pos], ...] or null (every position but the last),
+         "lrs": [lr of each step], "betas": [b1, b2], "eps": e, "weight_decay": wd,
+         "max_grad_norm": g (0: no clipping), "lora": null or {"dir": PEFT folder, "r": r, "alpha": a}}
+    Each step is the mean cross-entropy of every scored row's next token over
+    the whole batch, backward, clipping, one AdamW step (decay on tensors of 2+
+    dimensions). OUT holds "grad.NAME" (the first step's gradients) and
+    "final.NAME" (the parameters after the last step) of every trainable
+    tensor; prints {"losses": [...]} (each step's loss before its update).
+  qwen3.py bench-train DIR IN.json
+    IN: {"batch": B, "seq": T, "steps": n, "threads": k, "lora": null or {"r", "alpha", "targets"}};
+    prints {"tokens_per_s": ..., "torch": version, "threads": k}: forward, backward and AdamW
+    on B random sequences of T tokens, the best of n steps after a warm-up one.
+"""
+import json
+import math
+import os
+import struct
+import time
+
+import torch
+import torch.nn.functional as F
+
+from qwen3 import read_safetensors
+
+PROJ = {"q_proj": "self_attn", "k_proj": "self_attn", "v_proj": "self_attn", "o_proj": "self_attn",
+        "gate_proj": "mlp", "up_proj": "mlp", "down_proj": "mlp"}
+
+
+def write_safetensors(path, tensors):
+    header, off, blobs = {}, 0, []
+    for name, t in tensors.items():
+        b = t.detach().contiguous().float().numpy().astype("<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [off, off + len(b)]}
+        off += len(b)
+        blobs.append(b)
+    js = json.dumps(header).encode()
+    js += b" " * (-len(js) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(js)))
+        f.write(js)
+        for b in blobs:
+            f.write(b)
+
+
+class LoRA:
+    """y = x·Wᵀ + (alpha/r)·(x·Aᵀ)·Bᵀ for each adapted projection, W frozen."""
+
+    def __init__(self, model, adapters, r, alpha):
+        self.model, self.scale = model, alpha / r
+        self.a, self.b = {}, {}
+        for name, t in adapters.items():
+            # base_model.model.<module>.lora_A.weight
+            mod = name[len("base_model.model."):].rsplit(".lora_", 1)[0]
+            (self.a if ".lora_A." in name else self.b)[mod] = t
+        self.base = model.linear
+        model.linear = self.linear
+
+    def linear(self, name, x):
+        y = self.base(name, x)
+        if name in self.a:
+            y = y + (x @ self.a[name].T) @ self.b[name].T * self.scale
+        return y
+
+    def named(self):
+        out = {}
+        for mod in self.a:
+            out["base_model.model." + mod + ".lora_A.weight"] = self.a[mod]
+            out["base_model.model." + mod + ".lora_B.weight"] = self.b[mod]
+        return out
+
+
+def mean_ce(model, seqs, rows):
+    """Each scored row's next-token negative log-likelihood, averaged."""
+    total, n = 0.0, 0
+    by_seq = {}
+    for s, p in rows:
+        by_seq.setdefault(s, []).append(p)
+    for s, pos in sorted(by_seq.items()):
+        ids = torch.tensor([seqs[s]])
+        logits = model.forward(ids, model.new_cache(), 0)[0]
+        lp = torch.log_softmax(logits[pos], dim=-1)
+        tgt = torch.tensor([seqs[s][p + 1] for p in pos])
+        total = total + (-lp.gather(1, tgt[:, None])).sum()
+        n += len(pos)
+    return total / n
+
+
+def optimizer(named, req):
+    decay = [t for _, t in named.items() if t.dim() >= 2]
+    plain = [t for _, t in named.items() if t.dim() < 2]
+    b1, b2 = req.get("betas", [0.9, 0.999])
+    return torch.optim.AdamW([{"params": decay, "weight_decay": req.get("weight_decay", 0.0)},
+                              {"params": plain, "weight_decay": 0.0}],
+                             lr=1.0, betas=(b1, b2), eps=req.get("eps", 1e-8))
+
+
+def cmd_train(model, req, out):
+    seqs = req["seqs"]
+    rows = req.get("rows") or [[s, p] for s, q in enumerate(seqs) for p in range(len(q) - 1)]
+    lora = None
+    if req.get("lora"):
+        lr = req["lora"]
+        ad = read_safetensors(os.path.join(lr["dir"], "adapter_model.safetensors"))
+        lora = LoRA(model, ad, lr["r"], lr["alpha"])
+        named = lora.named()
+    else:
+        named = dict(model.w)
+        if model.cfg.get("tie_word_embeddings"):
+            named.pop("lm_head.weight", None)
+    for t in named.values():
+        t.requires_grad_(True)
+    opt = optimizer(named, req)
+    losses, grads = [], None
+    for lr in req["lrs"]:
+        for g in opt.param_groups:
+            g["lr"] = lr
+        opt.zero_grad()
+        loss = mean_ce(model, seqs, rows)
+        loss.backward()
+        losses.append(loss.item())
+        if grads is None:
+            grads = {"grad." + k: t.grad.clone() for k, t in named.items()}
+        if req.get("max_grad_norm"):
+            torch.nn.utils.clip_grad_norm_(list(named.values()), req["max_grad_norm"])
+        opt.step()
+    res = dict(grads or {})
+    res.update({"final." + k: t for k, t in named.items()})
+    write_safetensors(out, res)
+    print(json.dumps({"losses": losses}))
