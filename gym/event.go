@@ -112,6 +112,18 @@ func (ev Event) Public() Event {
 	return ev
 }
 
+// IsPublic reports whether ev is its own Public form: Public would take
+// nothing out of it. Only a verified step and a verifier's reward with
+// details are not; a sender that holds an event's encoding (the store's,
+// say) may send it as it is when IsPublic holds.
+func (ev Event) IsPublic() bool {
+	if ev.Type == EventReward && (ev.Source == SourceVerifier || strings.HasPrefix(ev.Source, SourceVerifier+":")) {
+		return ev.Info == nil
+	}
+	_, ok := ev.Info[InfoVerifier]
+	return !ok
+}
+
 // Recorder appends events durably. Append assigns ev.Seq and returns once the
 // event will survive a crash of the process; a Session acknowledges a step
 // only after that. Append is called concurrently by many sessions.

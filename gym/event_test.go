@@ -32,6 +32,8 @@ func TestEventPublic(t *testing.T) {
 		{"a source that only starts like the verifier's", gym.Event{Type: gym.EventReward, Source: "verifiers-fan", Info: gym.Info{"k": "v"}},
 			gym.Info{"k": "v"}},
 		{"reset", gym.Event{Type: gym.EventReset, Info: gym.Info{"tools": "x"}}, gym.Info{"tools": "x"}},
+		{"verifier reward without details", gym.Event{Type: gym.EventReward, Reward: &one, Source: "verifier"}, nil},
+		{"a plain step", gym.Event{Type: gym.EventStep, Reward: &one}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before, _ := json.Marshal(c.ev)
@@ -48,6 +50,10 @@ func TestEventPublic(t *testing.T) {
 			b, _ := json.Marshal(pub)
 			if strings.Contains(string(b), secret) {
 				t.Errorf("the public event still holds the secret: %s", b)
+			}
+			// IsPublic says when an event may be sent as it is.
+			if same := string(b) == string(before); c.ev.IsPublic() != same {
+				t.Errorf("IsPublic %v, but the public form is %s and the event %s", c.ev.IsPublic(), b, before)
 			}
 			if (pub.Reward == nil) != (c.ev.Reward == nil) || pub.Type != c.ev.Type || pub.Source != c.ev.Source {
 				t.Errorf("public event %s lost more than the verifier's details", b)

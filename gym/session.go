@@ -2,7 +2,6 @@ package gym
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -183,16 +182,9 @@ func (s *Session) StepTurn(ctx context.Context, stepID string, action Action, tu
 		return StepResult{}, err
 	}
 	defer s.m.leave(s)
-	var raw []byte // the action's JSON form, made when needed
-	rawJSON := func() []byte {
-		if raw == nil {
-			raw, _ = json.Marshal(action) // an Action always encodes
-		}
-		return raw
-	}
 	var sum [32]byte // the action's fingerprint, for the step log
 	if stepID != "" {
-		sum = sha256.Sum256(rawJSON())
+		sum = action.fingerprint()
 	}
 
 	s.mu.Lock()
@@ -213,7 +205,12 @@ func (s *Session) StepTurn(ctx context.Context, stepID string, action Action, tu
 	if s.over {
 		return StepResult{}, ErrEpisodeOver
 	}
-	if err := s.reg.action.ValidateAction(action, rawJSON); err != nil {
+	// The schema reads the action's JSON form only when its native check
+	// does not accept the action (see Schema.ValidateAction).
+	if err := s.reg.action.ValidateAction(action, func() []byte {
+		raw, _ := json.Marshal(action) // an Action always encodes
+		return raw
+	}); err != nil {
 		return StepResult{}, &ActionError{Kind: s.Kind, Err: err}
 	}
 	for _, p := range action.Parts {

@@ -1,10 +1,13 @@
 package server
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -75,4 +78,38 @@ func benchWSStep(b *testing.B, parallelism int) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "steps/s")
 	b.ReportMetric(float64(sessions.Load()), "sessions")
+}
+
+// BenchmarkStepRequest is the server's side of one session.step, without
+// the sockets: the frame as the reader goroutine gets it, decoded, routed,
+// run (the store on: each step is committed before it is answered) and its
+// response encoded. Each b.RunParallel goroutine steps its own echo-v1
+// session with a fresh step id each time, as the Go client does. allocs/op
+// is what one step costs the garbage collector.
+//
+//	go test -run '^$' -bench BenchmarkStepRequest -benchmem ./server/
+func BenchmarkStepRequest(b *testing.B) {
+	ts := startServer(b)
+	b.SetParallelism(8)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		c := &conn{s: ts.Server}
+		res, werr := ts.call(context.Background(), c, wire.MethodSessionCreate, json.RawMessage(`{"env":"echo-v1"}`))
+		if werr != nil {
+			b.Error(werr)
+			return
+		}
+		sess := res.(gym.ResetResult).Session
+		head := []byte(`{"jsonrpc":"2.0","id":1,"method":"session.step","params":{"session":"` + sess + `","step_id":"` + sess + `-`)
+		frame := make([]byte, 0, 256)
+		for i := 1; pb.Next(); i++ {
+			frame = strconv.AppendInt(append(frame[:0], head...), int64(i), 10)
+			frame = append(frame, `","action":{"parts":[{"type":"text","text":"the next state"}]}}}`...)
+			if msg := stepFrame(c, frame); !bytes.Contains(msg, []byte(`"result"`)) {
+				b.Errorf("step: %s", msg)
+				return
+			}
+		}
+	})
 }

@@ -18,7 +18,9 @@ import (
 // publish from its writer goroutine, once per commit, in seq order; publish
 // never blocks: a subscriber that cannot keep up is ended as a slow consumer
 // and resubscribes from the last seq it saw. Events are sent in their public
-// form (publicJSON).
+// form (publicJSON); a live event that is its own public form (all but a
+// verified step and a verifier's reward) is sent as the store encoded it,
+// not encoded again on the writer goroutine.
 type broker struct {
 	mu    sync.RWMutex
 	subs  map[*subscription]struct{}
@@ -63,8 +65,8 @@ func (b *broker) count() int {
 	return len(b.subs)
 }
 
-// publish is the store's OnCommit hook.
-func (b *broker) publish(evs []*gym.Event) {
+// publish is the store's OnCommit hook: bodies[i] is evs[i] as stored.
+func (b *broker) publish(evs []*gym.Event, bodies []string) {
 	if len(evs) > 0 {
 		b.last.Store(evs[len(evs)-1].Seq)
 	}
@@ -87,7 +89,7 @@ func (b *broker) publish(evs []*gym.Event) {
 			}
 			if !s.offer(ev, func() []byte {
 				if enc[i] == nil {
-					enc[i], _ = publicJSON(ev)
+					enc[i] = committedJSON(ev, bodies[i])
 				}
 				return enc[i]
 			}) {
@@ -103,6 +105,17 @@ func (b *broker) publish(evs []*gym.Event) {
 func publicJSON(ev *gym.Event) ([]byte, error) {
 	pub := ev.Public()
 	return json.Marshal(&pub)
+}
+
+// committedJSON is publicJSON of a committed event, from body, the JSON the
+// store made of it: the same bytes, made without encoding the event again
+// when it is its own public form.
+func committedJSON(ev *gym.Event, body string) []byte {
+	if ev.IsPublic() {
+		return store.AppendJSON(nil, body, ev.Seq)
+	}
+	b, _ := publicJSON(ev)
+	return b
 }
 
 // matches applies a subscription's filters; empty ones match all.

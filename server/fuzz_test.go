@@ -87,14 +87,15 @@ func FuzzDecodeFrame(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		items, batch := decodeFrame(frame)
+		slow := checkDecode(t, frame) // each request as encoding/json reads it
+		items, batch := decodeFrame(nil, frame)
 		if len(items) == 0 {
 			t.Fatal("no items")
 		}
 		if !batch && len(items) != 1 {
 			t.Fatalf("%d items without a batch", len(items))
 		}
-		for _, it := range items {
+		for i, it := range items {
 			if !json.Valid(encodeResponse(it.req.ID, nil, it.err)) {
 				t.Fatalf("the answer to %q is not JSON (id %q)", frame, it.req.ID)
 			}
@@ -107,12 +108,13 @@ func FuzzDecodeFrame(f *testing.F) {
 			if it.req.JSONRPC != "2.0" || it.req.Method == "" {
 				t.Fatalf("frame %q decoded to %+v", frame, it.req)
 			}
-			if e := decodeStep(it.req.Params); e != nil && e.Code != wire.CodeInvalidParams && e.Code != wire.CodeBadAction {
-				t.Fatalf("step params %q: error %d", it.req.Params, e.Code)
+			raw := slow[i].Params // a step read with the frame keeps none
+			if e := decodeStep(raw); e != nil && e.Code != wire.CodeInvalidParams && e.Code != wire.CodeBadAction {
+				t.Fatalf("step params %q: error %d", raw, e.Code)
 			}
 			for m, mk := range paramsOf {
-				if e := params(m, it.req.Params, mk()); e != nil && (e.Code != wire.CodeInvalidParams || !strings.Contains(e.Message, m)) {
-					t.Fatalf("%s params %q: error %d %q", m, it.req.Params, e.Code, e.Message)
+				if e := params(m, raw, mk()); e != nil && (e.Code != wire.CodeInvalidParams || !strings.Contains(e.Message, m)) {
+					t.Fatalf("%s params %q: error %d %q", m, raw, e.Code, e.Message)
 				}
 			}
 			laneKey(it.req)
@@ -127,7 +129,7 @@ func TestHandlerPanicConfined(t *testing.T) {
 	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	s.metrics = newMetrics(prometheus.NewRegistry(), s)
 	c := &conn{s: s}
-	out := c.handle(wire.Request{JSONRPC: "2.0", ID: json.RawMessage(`5`), Method: wire.MethodServerInfo}, nil)
+	out := c.handle(request{Request: wire.Request{JSONRPC: "2.0", ID: json.RawMessage(`5`), Method: wire.MethodServerInfo}}, nil)
 	m, err := parseMsg(out)
 	if err != nil {
 		t.Fatalf("the answer %q is not JSON-RPC: %v", out, err)
@@ -136,7 +138,7 @@ func TestHandlerPanicConfined(t *testing.T) {
 		t.Fatalf("a panicking handler answered %s", out)
 	}
 	// A notification that panics is not answered.
-	if out := c.handle(wire.Request{JSONRPC: "2.0", Method: wire.MethodServerInfo}, nil); out != nil {
+	if out := c.handle(request{Request: wire.Request{JSONRPC: "2.0", Method: wire.MethodServerInfo}}, nil); out != nil {
 		t.Fatalf("a panicking notification answered %s", out)
 	}
 }

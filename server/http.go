@@ -209,7 +209,7 @@ func (s *Server) rpc(w http.ResponseWriter, r *http.Request) {
 		writeJSONBytes(w, werr.HTTPStatus(), encodeResponse(nil, nil, werr))
 		return
 	}
-	items, batch := decodeFrame(b)
+	items, batch := decodeFrame(nil, b)
 	out := make([]json.RawMessage, 0, len(items))
 	for _, it := range items {
 		var msg []byte
@@ -218,7 +218,7 @@ func (s *Server) rpc(w http.ResponseWriter, r *http.Request) {
 		} else {
 			start := time.Now()
 			s.requests.add()
-			res, e := s.call(context.WithoutCancel(r.Context()), nil, it.req.Method, it.req.Params)
+			res, e := s.answer(context.WithoutCancel(r.Context()), nil, &it.req)
 			s.requests.done()
 			s.metrics.request(it.req.Method, "http", start, e)
 			if len(it.req.ID) == 0 {

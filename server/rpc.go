@@ -15,84 +15,6 @@ import (
 	"github.com/nextstate-rl/nextstate/wire"
 )
 
-// maxBatch caps the requests of one JSON-RPC batch.
-const maxBatch = 256
-
-// frameItem is one request of a frame, or why it could not be read.
-type frameItem struct {
-	req wire.Request
-	err *wire.Error
-}
-
-// decodeFrame parses one incoming frame: a request object or a batch array.
-// A frame that is not JSON is one item with an error; in a batch each
-// element is read on its own, so one bad element spoils only its answer.
-func decodeFrame(b []byte) (items []frameItem, batch bool) {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 {
-		return []frameItem{{err: wire.Errorf(wire.CodeInvalidRequest, "empty message: send a JSON-RPC 2.0 request object")}}, false
-	}
-	if b[0] != '[' {
-		var it frameItem
-		it.err = decodeRequest(b, &it.req)
-		return []frameItem{it}, false
-	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(b, &raws); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return []frameItem{{err: wire.Errorf(wire.CodeParseError, "%s", syntaxProblem(b, se))}}, false
-		}
-		return []frameItem{{err: wire.Errorf(wire.CodeParseError, "not JSON: %v", err)}}, false
-	}
-	if len(raws) == 0 {
-		return []frameItem{{err: wire.Errorf(wire.CodeInvalidRequest, "empty batch: send at least one request")}}, false
-	}
-	if len(raws) > maxBatch {
-		return []frameItem{{err: wire.Errorf(wire.CodeInvalidRequest, "batch of %d requests: at most %d are accepted", len(raws), maxBatch)}}, false
-	}
-	items = make([]frameItem, len(raws))
-	for i, r := range raws {
-		items[i].err = decodeRequest(r, &items[i].req)
-	}
-	return items, true
-}
-
-func decodeRequest(b []byte, r *wire.Request) *wire.Error {
-	if e := checkUTF8("the request", b); e != nil {
-		// Read on for the id, so that the client can tell which request
-		// was refused (encoding/json reads bad bytes as U+FFFD).
-		if json.Unmarshal(b, r) != nil || !utf8.Valid(r.ID) || !validID(r.ID) {
-			r.ID = nil
-		}
-		return e
-	}
-	if err := json.Unmarshal(b, r); err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return wire.Errorf(wire.CodeParseError, "%s", syntaxProblem(b, se))
-		}
-		return wire.Errorf(wire.CodeInvalidRequest, "not a JSON-RPC 2.0 request object: %v", err)
-	}
-	if r.JSONRPC != "2.0" {
-		return wire.Errorf(wire.CodeInvalidRequest, `"jsonrpc" must be "2.0", got %q`, r.JSONRPC)
-	}
-	if r.Method == "" {
-		return wire.Errorf(wire.CodeInvalidRequest, `"method" is missing: one of %s`, strings.Join(methods, ", "))
-	}
-	if !validID(r.ID) {
-		r.ID = nil // not an id to echo: the answer has "id": null
-		return wire.Errorf(wire.CodeInvalidRequest, `"id" must be a string or a number`)
-	}
-	return nil
-}
-
-// validID says whether a request's raw id is one to echo: absent, a
-// string, a number or null.
-func validID(id json.RawMessage) bool {
-	return len(id) == 0 || id[0] == '"' || (id[0] >= '0' && id[0] <= '9') || id[0] == '-' || string(id) == "null"
-}
-
 // checkUTF8 refuses input that is not UTF-8 (encoding/json would read the
 // bad bytes as U+FFFD and go on), saying where the first bad byte is. what
 // names the input: "the request", "the body".
@@ -191,6 +113,15 @@ func jsonType(goKind string) string {
 type caller interface {
 	unsubscribe(id string) *wire.Error
 	ackSamples(p wire.SamplesAckParams) (any, *wire.Error)
+}
+
+// answer runs one request of a frame: a step read with the frame as it
+// is, anything else through call.
+func (s *Server) answer(ctx context.Context, c caller, r *request) (any, *wire.Error) {
+	if r.decoded {
+		return s.step(ctx, r.step)
+	}
+	return s.call(ctx, c, r.Method, r.Params)
 }
 
 // call runs one method. The result is JSON-encodable.
@@ -346,48 +277,12 @@ func (s *Server) create(ctx context.Context, p wire.CreateParams) (any, *wire.Er
 	return res, nil
 }
 
-// stepParams is session.step's params with the action left raw, so that an
-// action of the wrong shape is reported as a bad action (CodeBadAction), not
-// as bad params.
-type stepParams struct {
-	Session string          `json:"session"`
-	StepID  string          `json:"step_id,omitempty"`
-	Action  json.RawMessage `json:"action"`
-	Turn    *gym.Turn       `json:"turn,omitempty"` // allocated only when sent
-}
-
 func (s *Server) stepRaw(ctx context.Context, raw json.RawMessage) (any, *wire.Error) {
-	// The hot path: one Unmarshal and a key scan instead of a strict
-	// json.Decoder, which allocates more than the rest of the request.
-	var p stepParams
-	if len(raw) == 0 || string(raw) == "null" {
-		raw = []byte("{}")
+	p, e := decodeStepJSON(raw)
+	if e != nil {
+		return nil, e
 	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return nil, paramsError(wire.MethodSessionStep, raw, err)
-	}
-	var unknown string
-	topLevel(raw, func(key string, _ []byte) bool {
-		switch key {
-		case "session", "step_id", "action", "turn":
-			return true
-		}
-		unknown = key
-		return false
-	})
-	if unknown != "" {
-		return nil, wire.Errorf(wire.CodeInvalidParams, "invalid params for %s: unknown field %q (accepted: session, step_id, action, turn)", wire.MethodSessionStep, unknown)
-	}
-	var a gym.Action
-	if len(p.Action) == 0 {
-		return nil, wire.Errorf(wire.CodeInvalidParams, `session.step needs "action": {"parts": [...]} (see env.describe for the kind's action schema)`)
-	}
-	if err := json.Unmarshal(p.Action, &a); err != nil {
-		e := paramsError(wire.MethodSessionStep, p.Action, err)
-		return nil, &wire.Error{Code: wire.CodeBadAction, Message: "the action is not an object {\"parts\": [...]}: " +
-			strings.TrimPrefix(e.Message, "invalid params for session.step: ") + " (env.describe gives the kind's action schema)"}
-	}
-	return s.step(ctx, wire.StepParams{Session: p.Session, StepID: p.StepID, Action: a, Turn: p.Turn})
+	return s.step(ctx, p)
 }
 
 func (s *Server) step(ctx context.Context, p wire.StepParams) (any, *wire.Error) {

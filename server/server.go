@@ -171,8 +171,8 @@ func New(cfg Config) (*Server, error) {
 		s.log = slog.Default()
 	}
 	s.broker = newBroker()
-	st, err := store.Open(cfg.DataDir, store.Options{OnCommit: func(evs []*gym.Event) {
-		s.broker.publish(evs)
+	st, err := store.Open(cfg.DataDir, store.Options{OnCommit: func(evs []*gym.Event, bodies []string) {
+		s.broker.publish(evs, bodies)
 		s.sig.publish(evs) // set before the first event is recorded
 	}})
 	if err != nil {

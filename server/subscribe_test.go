@@ -232,3 +232,47 @@ func TestWSRefusedAfterShutdown(t *testing.T) {
 		t.Errorf("dialing after Shutdown: HTTP %d", resp.StatusCode)
 	}
 }
+
+// TestCommittedJSON: what a live subscriber is sent of a committed event,
+// made from the store's body, is byte for byte publicJSON's encoding of it,
+// for events that are their own public form (sent as stored) and for those
+// that are not (encoded again without the verifier's details).
+func TestCommittedJSON(t *testing.T) {
+	var mu sync.Mutex
+	var got, want []string
+	st, err := store.Open(t.TempDir(), store.Options{OnCommit: func(evs []*gym.Event, bodies []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		for i, ev := range evs {
+			pub, _ := publicJSON(ev)
+			got, want = append(got, string(committedJSON(ev, bodies[i]))), append(want, string(pub))
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	one := 1.0
+	act, obs := gym.TextAction("ls <a&b>"), gym.TextObservation("out\n")
+	for _, ev := range []*gym.Event{
+		{Type: gym.EventStep, Session: "s", Env: "echo-v1", Step: 1, StepID: "a", Action: &act, Observation: &obs, Reward: &one},
+		{Type: gym.EventStep, Session: "s", Env: "echo-v1", Step: 2, Terminated: true, Reward: &one,
+			Info: gym.Info{"reward_source": "verifier", gym.InfoVerifier: gym.Info{"expected": "SECRET"}}},
+		{Type: gym.EventReward, Session: "s", Env: "echo-v1", StepID: "a", Reward: &one, Source: "verifier:pytest", Info: gym.Info{"x": "SECRET"}},
+		{Type: gym.EventReward, Session: "s", Env: "echo-v1", StepID: "a", Reward: &one, Source: "judge:prm", Info: gym.Info{"hint": "h"}},
+	} {
+		if err := st.Append(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 4 {
+		t.Fatalf("%d events committed, want 4", len(got))
+	}
+	for i := range got {
+		if got[i] != want[i] || strings.Contains(got[i], "SECRET") {
+			t.Errorf("event %d sent as\n%s\nwant\n%s", i+1, got[i], want[i])
+		}
+	}
+}

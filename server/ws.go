@@ -60,6 +60,7 @@ type conn struct {
 	subs    map[string]*subscription
 	samples map[string]*sampleSub // samples streams (samplestream.go)
 	nextSub int
+	items   []frameItem   // the reader's scratch for decodeFrame
 	wake    chan struct{} // cap 1: the writer has work
 	space   chan struct{} // cap 1: the writer has emptied the queue
 	work    chan func()   // unbuffered: idle workers wait on it
@@ -68,7 +69,7 @@ type conn struct {
 
 // lane runs one session's requests in order.
 type lane struct {
-	pending []wire.Request
+	pending []request
 }
 
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
@@ -140,11 +141,16 @@ func (c *conn) readLoop() {
 	}
 }
 
-// dispatch routes one frame's requests. data is only valid during the call.
+// dispatch routes one frame's requests. data is only valid during the call
+// (decodeFrame copies what the requests need). It runs on the reader
+// goroutine.
 // Once the server is shutting down, new requests are answered at once with
 // CodeShuttingDown, so the drain waits only for those already in flight.
 func (c *conn) dispatch(data []byte) {
-	items, batch := decodeFrame(data)
+	items, batch := decodeFrame(c.items[:0], data)
+	if !batch {
+		c.items = items // reused for the next frame: the item is copied below
+	}
 	if c.s.shutting.Load() {
 		out := make([]json.RawMessage, 0, len(items))
 		for _, it := range items {
@@ -240,7 +246,7 @@ func (c *conn) worker(f func()) {
 
 // runLane answers req and then whatever queued behind it on the same lane.
 // Each queued request was counted in s.requests when it arrived.
-func (c *conn) runLane(key string, l *lane, req wire.Request) {
+func (c *conn) runLane(key string, l *lane, req request) {
 	for {
 		if msg := c.handle(req, nil); msg != nil {
 			c.send(msg, false)
@@ -259,7 +265,10 @@ func (c *conn) runLane(key string, l *lane, req wire.Request) {
 }
 
 // laneKey returns the session a request addresses, if any.
-func laneKey(r wire.Request) string {
+func laneKey(r request) string {
+	if r.decoded {
+		return r.step.Session
+	}
 	switch r.Method {
 	case wire.MethodSessionStep, wire.MethodSessionReset, wire.MethodSessionClose:
 	default:
@@ -270,7 +279,7 @@ func laneKey(r wire.Request) string {
 
 // handle runs one request and returns its encoded response, or nil for a
 // notification (a request without id).
-func (c *conn) handle(req wire.Request, derr *wire.Error) []byte {
+func (c *conn) handle(req request, derr *wire.Error) []byte {
 	if derr != nil {
 		return encodeResponse(req.ID, nil, derr)
 	}
@@ -285,14 +294,14 @@ func (c *conn) handle(req wire.Request, derr *wire.Error) []byte {
 			}
 		}()
 		if req.Method == wire.MethodEventsSubscribe {
-			if werr = c.subscribeReq(req); werr == nil {
+			if werr = c.subscribeReq(req.Request); werr == nil {
 				res = answered
 			}
 			return
 		}
 		// Requests are not cancelled when their connection drops: a step
 		// that started finishes and is recorded, and the client resumes.
-		res, werr = c.s.call(context.Background(), c, req.Method, req.Params)
+		res, werr = c.s.answer(context.Background(), c, &req)
 	}()
 	c.s.metrics.request(req.Method, "ws", start, werr)
 	if len(req.ID) == 0 || res == answered {

@@ -14,7 +14,7 @@ import (
 // does, and reports events/s.
 func BenchmarkAppend(b *testing.B) {
 	var commits atomic.Int64
-	s := openT(b, b.TempDir(), Options{OnCommit: func([]*gym.Event) { commits.Add(1) }})
+	s := openT(b, b.TempDir(), Options{OnCommit: func([]*gym.Event, []string) { commits.Add(1) }})
 	b.SetParallelism(32) // goroutines per GOMAXPROCS: sessions waiting on their step's commit
 	var sessions atomic.Int64
 	b.ReportAllocs()

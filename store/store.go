@@ -62,8 +62,11 @@
 // # OnCommit
 //
 // Options.OnCommit, if set, is called by the writer goroutine after each
-// commit with that transaction's events in seq order, Seq filled in, before
-// any of their Appends return. Calls are serialized and their seqs strictly
+// commit with that transaction's events in seq order, Seq filled in, and
+// each one's body (its JSON, as stored), before any of their Appends
+// return. AppendJSON makes an event's JSON from its body, so that a hook
+// that sends events on (a server's live subscribers) need not encode them
+// again on the writer goroutine. Calls are serialized and their seqs strictly
 // increase from one call to the next, so a server can feed live subscribers
 // from it in order with no gap between what is stored and what is sent.
 // The events are the stored form (large blobs already replaced by refs) and
@@ -144,9 +147,10 @@ type Options struct {
 	// CPUs, at least 4.
 	ReadConns int
 	// OnCommit is called by the writer goroutine after each commit with the
-	// committed events in seq order; see the package doc for its contract.
-	// It must not block.
-	OnCommit func(evs []*gym.Event)
+	// committed events in seq order and their bodies (bodies[i] is evs[i]'s
+	// JSON as stored, for AppendJSON); see the package doc for its
+	// contract. It must not block.
+	OnCommit func(evs []*gym.Event, bodies []string)
 }
 
 func (o Options) withDefaults() Options {

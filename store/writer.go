@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -82,6 +84,22 @@ func (s *Store) Append(ctx context.Context, ev *gym.Event) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// seqZero is how every stored body begins: gym.Event's first field is its
+// seq, 0 in the body (the seq column holds it).
+const seqZero = `{"seq":0,`
+
+// AppendJSON appends to dst the JSON of a committed event, from the body
+// OnCommit gave with it: json.Marshal's encoding of the event with its Seq,
+// byte for byte, made without encoding it again.
+func AppendJSON(dst []byte, body string, seq int64) []byte {
+	if !strings.HasPrefix(body, seqZero) {
+		panic("store: AppendJSON of a body OnCommit did not give")
+	}
+	dst = append(dst, `{"seq":`...)
+	dst = strconv.AppendInt(dst, seq, 10)
+	return append(dst, body[len(seqZero)-1:]...)
 }
 
 // storedForm returns the event as it is stored: a shallow copy with Seq
@@ -190,10 +208,11 @@ func (s *Store) commit(batch []*request) {
 		s.kickCheckpoint()
 		if s.opts.OnCommit != nil {
 			evs := make([]*gym.Event, len(batch))
+			bodies := make([]string, len(batch))
 			for i, r := range batch {
-				evs[i] = r.ev
+				evs[i], bodies[i] = r.ev, r.body
 			}
-			s.opts.OnCommit(evs)
+			s.opts.OnCommit(evs, bodies)
 		}
 	} else {
 		err = fmt.Errorf("store: write %s event of session %s: %w", batch[0].ev.Type, batch[0].ev.Session, err)

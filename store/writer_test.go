@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,7 +17,7 @@ import (
 func TestConcurrentAppends(t *testing.T) {
 	var mu sync.Mutex
 	var commits [][]int64
-	s := openT(t, t.TempDir(), Options{OnCommit: func(evs []*gym.Event) {
+	s := openT(t, t.TempDir(), Options{OnCommit: func(evs []*gym.Event, _ []string) {
 		seqs := make([]int64, len(evs))
 		for i, ev := range evs {
 			seqs[i] = ev.Seq
@@ -105,7 +106,7 @@ func TestConcurrentAppends(t *testing.T) {
 func TestOnCommitBeforeAppendReturns(t *testing.T) {
 	var mu sync.Mutex
 	var last int64
-	s := openT(t, t.TempDir(), Options{OnCommit: func(evs []*gym.Event) {
+	s := openT(t, t.TempDir(), Options{OnCommit: func(evs []*gym.Event, _ []string) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, ev := range evs {
@@ -160,7 +161,7 @@ func TestAppendContext(t *testing.T) {
 func TestFullQueueWaitsOnContext(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{}, 1)
-	s, err := Open(t.TempDir(), Options{QueueLen: 2, MaxBatch: 1, OnCommit: func([]*gym.Event) {
+	s, err := Open(t.TempDir(), Options{QueueLen: 2, MaxBatch: 1, OnCommit: func([]*gym.Event, []string) {
 		select {
 		case entered <- struct{}{}:
 		default:
@@ -203,7 +204,7 @@ func TestCloseDrainsQueue(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{}, 1)
 	dir := t.TempDir()
-	s, err := Open(dir, Options{MaxBatch: 1, OnCommit: func([]*gym.Event) {
+	s, err := Open(dir, Options{MaxBatch: 1, OnCommit: func([]*gym.Event, []string) {
 		select {
 		case entered <- struct{}{}:
 			<-release
@@ -244,7 +245,7 @@ func TestCloseDrainsQueue(t *testing.T) {
 func TestBadEventFailsAlone(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{}, 1)
-	s := openT(t, t.TempDir(), Options{OnCommit: func([]*gym.Event) {
+	s := openT(t, t.TempDir(), Options{OnCommit: func([]*gym.Event, []string) {
 		select {
 		case entered <- struct{}{}:
 			<-release
@@ -289,5 +290,50 @@ func TestBadEventFailsAlone(t *testing.T) {
 	}
 	if len(evs) != 4 {
 		t.Fatalf("%d events stored, want 4", len(evs))
+	}
+}
+
+// TestOnCommitBodies: the body OnCommit gives with each event makes, by
+// AppendJSON, exactly the JSON encoding/json makes of the committed event,
+// blobs moved to refs and seq included, so a subscriber's copy can be made
+// without encoding the event again.
+func TestOnCommitBodies(t *testing.T) {
+	var mu sync.Mutex
+	var got, want []string
+	s := openT(t, t.TempDir(), Options{InlineMax: 4, OnCommit: func(evs []*gym.Event, bodies []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(bodies) != len(evs) {
+			t.Errorf("%d bodies for %d events", len(bodies), len(evs))
+			return
+		}
+		for i, ev := range evs {
+			enc, err := json.Marshal(ev)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got, want = append(got, string(AppendJSON(nil, bodies[i], ev.Seq))), append(want, string(enc))
+		}
+	}})
+	big := gym.Observation{Parts: []gym.Part{{Type: gym.PartImage, Image: &gym.Blob{MIME: "image/png", Data: []byte("more than four bytes")}}}}
+	for i, ev := range []*gym.Event{resetEv("a1", 1), stepEv("a1", 1, 1, "x", 0.5), rewardEv("a1", 1, "x", "judge:prm", 1),
+		{Type: gym.EventStep, Session: "a1", Env: "echo-v1", Episode: 1, Step: 2, Observation: &big, Info: gym.Info{"k": "<&>"}}} {
+		if err := s.Append(context.Background(), ev); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 4 {
+		t.Fatalf("OnCommit saw %d events, want 4", len(got))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("event %d: AppendJSON gave\n%s\nencoding/json\n%s", i, got[i], want[i])
+		}
+	}
+	if !strings.Contains(got[3], `"ref":"sha256:`) {
+		t.Errorf("the stored form keeps its blob inline: %s", got[3])
 	}
 }
