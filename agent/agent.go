@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nextstate-rl/nextstate/agent/rundir"
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/wire"
 )
@@ -188,7 +189,7 @@ type Start struct {
 // Episode is a played episode.
 type Episode struct {
 	Reset gym.ResetResult
-	Steps []Step
+	Steps []rundir.Step
 	// Terminated and Truncated are the last step's (Truncated also when
 	// the agent stopped: MaxTurns, too many rejected actions).
 	Terminated, Truncated bool
@@ -205,26 +206,6 @@ type Episode struct {
 	PromptTokens, CompletionTokens int
 	// Turns is the number of model calls.
 	Turns int
-}
-
-// Step is one step of an episode as a trajectory file records it. A step
-// the gym refused (its action did not match the env's action schema) has
-// Step 0 and a Failure, and no observation.
-type Step struct {
-	Step         int             `json:"step"`
-	MessagesTail json.RawMessage `json:"messages_tail,omitempty"`
-	Response     string          `json:"response,omitempty"`
-	Action       gym.Action      `json:"action"`
-	Observation  gym.Observation `json:"observation"`
-	Reward       float64         `json:"reward"`
-	Terminated   bool            `json:"terminated"`
-	Truncated    bool            `json:"truncated"`
-	Info         gym.Info        `json:"info,omitempty"`
-	Failure      *gym.Failure    `json:"failure"`
-	Judge        json.RawMessage `json:"judge"`
-	// Turn is the policy's side of the step, sent to the gym server with
-	// it; trajectory files keep the response and the new messages only.
-	Turn *gym.Turn `json:"-"`
 }
 
 // ErrFatal is wrapped by Play's error when no episode can succeed with
@@ -287,7 +268,7 @@ func (a *Agent) Play(ctx context.Context, sess Session, start Start) (*Episode, 
 		if prevLen == 0 {
 			tailFrom = 0
 		}
-		rec := Step{MessagesTail: encodeMessages(hist[min(tailFrom, len(hist)):], true), Response: d.response,
+		rec := rundir.Step{MessagesTail: encodeMessages(hist[min(tailFrom, len(hist)):], true), Response: d.response,
 			Action: d.action, Turn: t}
 		prevLen = len(hist)
 
@@ -332,7 +313,7 @@ func (a *Agent) Play(ctx context.Context, sess Session, start Start) (*Episode, 
 
 // outcome is the verifier's reward on the last step when it gave one,
 // else the sum of the rewards.
-func outcome(steps []Step) float64 {
+func outcome(steps []rundir.Step) float64 {
 	var sum float64
 	for _, s := range steps {
 		sum += s.Reward

@@ -3,9 +3,10 @@
 // SGLang, OpenAI, anything that speaks /v1/chat/completions), records the
 // policy's side of every step (gym.Turn) for training, and runs whole
 // benchmarks and rollout batches: K samples per task, N episodes in
-// flight, resumable run directories. `nextstate run` is built on it, and
-// so is training, which wants the same episodes with token ids and
-// log-probs.
+// flight, resumable run directories. `nextstate run` is built on it; its
+// episodes carry what a trainer wants of them (each step's prompt,
+// response, and token ids and log-probs when the endpoint gives them), but
+// no trainer drives it yet.
 //
 // # Playing an episode
 //
@@ -28,7 +29,10 @@
 // screen, gets a tool message with the observation's text); image parts to
 // image_url parts holding data: URLs, in a user message (only the latest
 // Config.MaxImages images are kept, 3 by default; older ones become a line
-// of text); file parts to their text, except tools.json.
+// of text; an image given only by a blob reference is a line saying so);
+// file parts to their text, a binary file to its path, type and size,
+// except tools.json. Each request carries seed Start.Seed plus the turn's
+// number (from 1).
 //
 // The tools offered (ToolsFor) are the reset info's "tools"
 // (gym.InfoTools; the GUI kinds list their "computer" tool there), else
@@ -58,28 +62,33 @@
 // cut, and, when the endpoint returns them, the prompt's token ids, the
 // response's token ids and one log-prob per response token. A gym server
 // that does not take a step's turn yet (-32602 unknown field "turn") is
-// sent plain steps from then on; that is logged once per Agent.
+// sent plain steps from then on; that is logged once per Agent. A turn
+// over the request size limit is sent again without its prompt messages,
+// and if still too large the step goes without it (logged each time).
 //
 // # Token ids and log-probs
 //
 // With Config.TokenInfo "auto" (the default) or "on", requests carry
 // logprobs: true, vLLM's return_tokens_as_token_ids and return_token_ids,
 // and SGLang's return_logprob. Accepted in responses: vLLM's
-// prompt_token_ids (top level or per choice) and choices[].token_ids;
+// prompt_token_ids (top level or per choice) and choices[].token_ids (or
+// response_token_ids);
 // "token_id:N" tokens in choices[].logprobs.content; SGLang's meta_info
 // (per choice or top level) with output_token_logprobs and
 // input_token_logprobs ([logprob, token_id, text] each) or input_token_ids
 // and output_token_ids. Log-probs are kept only when they line up one to
-// one with the response ids (or stand alone when there are none). An
-// endpoint that refuses the fields with a 400 naming one of them (OpenAI's
-// "Unrecognized request argument") is asked again without them, and under
-// "auto" never asked again by that Agent; turns then carry text only.
-// "off" never asks.
+// one with the response ids (or stand alone when there are none). Under
+// "auto", an endpoint that refuses the fields with a 400 naming one of them
+// (OpenAI's "Unrecognized request argument") is asked again without them,
+// and never asked for them again by that Agent (logged once); turns then
+// carry text only. Under "on" such a refusal fails the call (a
+// "model_rejected" failure, see Failures). "off" never asks.
 //
 // Other fallbacks: a vLLM started without a tool-call parser refuses
 // requests with tools ("auto" tool choice requires
 // --enable-auto-tool-choice); the Agent then sends tool_choice "none",
-// which keeps the tools in the prompt, and reads the calls from the text.
+// which keeps the tools in the prompt, and reads the calls from the text
+// (from then on, for every episode of that Agent).
 //
 // # Context budget
 //
@@ -94,8 +103,10 @@
 // dropping whole turns in the middle (a turn is an assistant message and
 // the tool and user messages after it, so a call is never separated from
 // its result), and marks the cut with a line of text. The system prompt,
-// the task and the last turn are always kept; if they alone are over
-// budget, the longest texts are clipped in the middle. The turn's
+// the task and the last turn are always kept; if what is kept is still
+// over budget, the longest texts (of 200 bytes or more; a tool call's
+// arguments never) are clipped, keeping the KeepHead share of each from its
+// start and the rest from its end, up to eight times. The turn's
 // Truncated is set. Config.MaxTurns (50) ends an episode after that many
 // model calls: truncated, EndReason "max_turns", not a failure.
 //
@@ -113,21 +124,27 @@
 // # Runs
 //
 // A Runner plays K samples of each task (a group, labelled "group" with
-// the task id on its sessions, with "trial" and "sample") with at most
+// the task id on its sessions, with "trial" and "sample", under the run
+// label Info.Run) with at most
 // Concurrency episodes in flight, with the Agent or, with Oracle set, with
 // each task's oracle (gym.OracleFor on the task as the Runner holds it,
 // verifier data included; the oracle's reset options are used). A
 // trial's reset seed is TrialSeed(Seed, task id, sample): the same in
 // every rerun. Sessions are created by task id when the server's catalog
-// has the task (Runner.Known), else with the task inline.
+// has the task (Runner.Known), else with the task inline; a server over
+// capacity or draining is waited out (its retry hint, else a second) until
+// ctx ends. A trial whose session cannot be created, whose task has no
+// oracle, or whose reset lists tools that do not parse gets a row with
+// that failure and no steps.
 //
-// The run directory:
+// The run directory is in package agent/rundir's format (and
+// docs/formats.md's "Run directories"):
 //
-//	run.json                the run's settings (RunInfo)
-//	results.jsonl           one Result per line, one per finished trial
-//	trajectories/<t>.<k>.json  a Trajectory per trial (TrajectoryPath)
-//	blobs/<sha256>.<ext>    images and binary files, by content
-//	report.md, report.html  written by package agent/report
+//	run.json                   the run's settings (rundir.RunInfo, Runner.Info)
+//	results.jsonl              one rundir.Result per line, one per trial played (a rerun appends)
+//	trajectories/<t>.<k>.json  a rundir.Trajectory per trial (rundir.TrajectoryPath)
+//	blobs/<sha256>.<ext>       the observations' images and files, by content (rundir.BlobPath)
+//	report.md, report.html     written by package agent/report
 //
 // A row's status is passed (reward >= PassThreshold, 1 by default),
 // failed, agent_error (a failure that is the agent's fault) or
@@ -136,8 +153,10 @@
 // one, else the sum of the step rewards. Trajectory steps keep, besides
 // the action, observation, reward and info, the model's response and the
 // messages new in that turn's prompt (messages_tail; images as blob
-// paths); observation images are moved to blobs/. A step the gym refused
-// is kept with step 0 and its failure.
+// paths); observations' images and files (but tools.json) are moved to
+// blobs/. A step the gym refused is kept with step 0 and its failure. The
+// rows' process_reward and the steps' judge are null: the Runner does not
+// read the judge's rewards.
 //
 // Resuming: Run reads results.jsonl first (a last line cut short by a
 // killed process is dropped); trials whose last row is passed, failed or
@@ -146,7 +165,8 @@
 // row with one write, so a directory left by a killed process is
 // consistent. When ctx ends (SIGINT, SIGTERM), Run stops starting trials,
 // abandons those in flight (they get no row), and returns once the writes
-// are done. A directory holding a run of another model, oracle mode or
+// are done; ErrFatal from an episode, or a write that fails, stops the run
+// the same way. A directory holding a run of another model, oracle mode or
 // seed is refused. Summarize gives pass@1 and unbiased pass@k (PassAtK)
 // per task, averaged over tasks, infrastructure errors left out.
 //

@@ -2,9 +2,7 @@ package agent
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -12,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/nextstate-rl/nextstate/agent/rundir"
 	"github.com/nextstate-rl/nextstate/gym"
 )
 
@@ -124,36 +123,13 @@ func encodeMessages(ms []message, refs bool) json.RawMessage {
 	return b.Bytes()
 }
 
-// BlobPath is where a run directory keeps an image or file's bytes:
-// "blobs/<sha256>.<ext>", the extension from the MIME type.
-func BlobPath(mime string, data []byte) string {
-	sum := sha256.Sum256(data)
-	return "blobs/" + hex.EncodeToString(sum[:]) + blobExt(mime)
-}
-
-func blobExt(mime string) string {
-	switch mime {
-	case "image/png":
-		return ".png"
-	case "image/jpeg", "image/jpg":
-		return ".jpg"
-	case "image/webp":
-		return ".webp"
-	case "image/gif":
-		return ".gif"
-	case "application/json":
-		return ".json"
-	}
-	return ".bin"
-}
-
 func imagePart(b *gym.Blob) contentPart {
 	if len(b.Data) == 0 {
 		return contentPart{Type: "text", Text: fmt.Sprintf("[image %s not included: it is stored as %s]", b.MIME, b.Ref)}
 	}
 	return contentPart{
 		Type: "image_url", URL: "data:" + b.MIME + ";base64," + base64.StdEncoding.EncodeToString(b.Data),
-		Ref: BlobPath(b.MIME, b.Data), W: b.Width, H: b.Height,
+		Ref: rundir.BlobPath(b.MIME, b.Data), W: b.Width, H: b.Height,
 	}
 }
 

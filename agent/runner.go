@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nextstate-rl/nextstate/agent/rundir"
 	"github.com/nextstate-rl/nextstate/client"
 	"github.com/nextstate-rl/nextstate/gym"
 )
@@ -47,7 +48,7 @@ type Runner struct {
 	Dir string
 	// Info is written to Dir/run.json. A directory whose run.json names
 	// another model, oracle mode or seed is refused.
-	Info RunInfo
+	Info rundir.RunInfo
 	// Progress, when set, is called once before the first trial and after
 	// each trial, from one goroutine at a time.
 	Progress func(Progress)
@@ -65,7 +66,7 @@ type Progress struct {
 	Scored   int // passed, failed or agent_error
 	Infra    int // infra errors so far (rerun to retry)
 	Elapsed  time.Duration
-	Last     *Result
+	Last     *rundir.Result
 	Inflight int
 }
 
@@ -97,8 +98,50 @@ type trial struct {
 // whole selection (resumed trials included). When ctx ends, Run stops
 // starting trials, abandons those in flight (they get no row, so a rerun
 // plays them), and returns an error wrapping ctx.Err() once every write
-// has finished: the directory is left resumable.
+// has finished: the directory is left resumable. ErrFatal from an
+// episode, or a failed write, stops the run the same way and is returned.
 func (r *Runner) Run(ctx context.Context) (Summary, error) {
+	log, err := r.setDefaults()
+	if err != nil {
+		return Summary{}, err
+	}
+	if err := r.writeInfo(); err != nil {
+		return Summary{}, err
+	}
+	w, rows, err := openResults(r.Dir)
+	if err != nil {
+		return Summary{}, err
+	}
+	st, todo := r.plan(rows)
+	if st.p.Resumed > 0 {
+		log.Info("resuming a run", "dir", r.Dir, "finished", st.p.Resumed, "to_run", len(todo))
+	}
+	if r.Progress != nil {
+		r.Progress(st.p)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r.playAll(ctx, cancel, w, st, todo)
+	cerr := w.close()
+
+	final := make([]rundir.Result, 0, len(st.last))
+	for _, row := range st.last {
+		final = append(final, row)
+	}
+	sum := Summarize(final, st.want, r.K)
+	switch {
+	case st.writeErr != nil:
+		return sum, st.writeErr
+	case st.fatal != nil:
+		return sum, st.fatal
+	case ctx.Err() != nil:
+		return sum, fmt.Errorf("run interrupted with %d of %d trials done: %w", st.p.Done, st.p.Total, context.Cause(ctx))
+	}
+	return sum, cerr
+}
+
+// setDefaults fills the Runner's defaults and checks it.
+func (r *Runner) setDefaults() (*slog.Logger, error) {
 	log := r.Logger
 	if log == nil {
 		log = slog.Default()
@@ -113,108 +156,69 @@ func (r *Runner) Run(ctx context.Context) (Summary, error) {
 		r.PassThreshold = 1
 	}
 	if r.Client == nil || (r.Agent == nil && !r.Oracle) {
-		return Summary{}, errors.New("agent: a Runner needs a Client, and an Agent unless Oracle is set")
+		return nil, errors.New("agent: a Runner needs a Client, and an Agent unless Oracle is set")
 	}
 	if len(r.Tasks) == 0 {
-		return Summary{}, errors.New("agent: the run has no tasks")
+		return nil, errors.New("agent: the run has no tasks")
 	}
-	if err := r.writeInfo(); err != nil {
-		return Summary{}, err
-	}
-	w, rows, err := openResults(r.Dir)
-	if err != nil {
-		return Summary{}, err
-	}
-	last := map[string]Result{}
+	return log, nil
+}
+
+// runState is where a run stands: its progress, the last row of each
+// trial, and what stopped it. mu guards it once the trials run, and the
+// Progress calls.
+type runState struct {
+	mu              sync.Mutex
+	p               Progress
+	last            map[string]rundir.Result // trial id -> its last row
+	want            map[string]bool          // the trials of the selection
+	fatal, writeErr error
+	start           time.Time
+}
+
+// plan reads the rows already there: the trials of the selection that
+// have a scored row are done; the others (no row, or an infra error) are
+// to run.
+func (r *Runner) plan(rows []rundir.Result) (*runState, []trial) {
+	st := &runState{last: map[string]rundir.Result{}, want: map[string]bool{}}
 	for _, row := range rows {
-		last[row.TrialID] = row
+		st.last[row.TrialID] = row
 	}
-	want := map[string]bool{}
 	var todo []trial
-	p := Progress{}
 	for i := range r.Tasks {
 		t := &r.Tasks[i]
 		for k := range r.K {
-			id := TrialID(t.ID, k)
-			want[id] = true
-			p.Total++
-			if row, ok := last[id]; ok && row.Status != StatusInfraError {
-				p.Done++
-				p.Resumed++
-				p.Scored++
-				if row.Status == StatusPassed {
-					p.Passed++
+			id := rundir.TrialID(t.ID, k)
+			st.want[id] = true
+			st.p.Total++
+			if row, ok := st.last[id]; ok && row.Status != rundir.StatusInfraError {
+				st.p.Done++
+				st.p.Resumed++
+				st.p.Scored++
+				if row.Status == rundir.StatusPassed {
+					st.p.Passed++
 				}
 				continue
 			}
 			todo = append(todo, trial{task: t, sample: k, id: id, seed: TrialSeed(r.Seed, t.ID, k)})
 		}
 	}
-	if p.Resumed > 0 {
-		log.Info("resuming a run", "dir", r.Dir, "finished", p.Resumed, "to_run", len(todo))
-	}
-	if r.Progress != nil {
-		r.Progress(p)
-	}
+	return st, todo
+}
 
-	start := time.Now()
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+// playAll plays the trials on Concurrency workers until they are done or
+// ctx ends, writing each one's row; cancel stops the run on ErrFatal or a
+// failed write.
+func (r *Runner) playAll(ctx context.Context, cancel context.CancelCauseFunc, w *resultsWriter, st *runState, todo []trial) {
+	st.start = time.Now()
 	jobs := make(chan trial)
-	var mu sync.Mutex // guards p, fatal, writeErr and the Progress calls
-	var fatal, writeErr error
 	var wg sync.WaitGroup
 	for range min(r.Concurrency, max(len(todo), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for t := range jobs {
-				mu.Lock()
-				p.Inflight++
-				mu.Unlock()
-				row, traj, err := r.play(ctx, t)
-				mu.Lock()
-				p.Inflight--
-				mu.Unlock()
-				if err != nil {
-					if errors.Is(err, ErrFatal) {
-						mu.Lock()
-						if fatal == nil {
-							fatal = err
-						}
-						mu.Unlock()
-						cancel(err)
-					}
-					continue // interrupted: no row, a rerun plays it
-				}
-				if err := w.write(row, traj); err != nil {
-					mu.Lock()
-					if writeErr == nil {
-						writeErr = fmt.Errorf("writing the results of %s: %w", t.id, err)
-					}
-					mu.Unlock()
-					cancel(err)
-					continue
-				}
-				mu.Lock()
-				last[row.TrialID] = *row
-				p.Ran++
-				p.Done++
-				if row.Status == StatusInfraError {
-					p.Infra++
-				} else {
-					p.Scored++
-					if row.Status == StatusPassed {
-						p.Passed++
-					}
-				}
-				p.Elapsed, p.Last = time.Since(start), row
-				if r.Progress != nil {
-					r.Progress(p)
-				}
-				mu.Unlock()
+				r.playOne(ctx, cancel, w, st, t)
 			}
-		}()
+		})
 	}
 feed:
 	for _, t := range todo {
@@ -226,22 +230,54 @@ feed:
 	}
 	close(jobs)
 	wg.Wait()
-	cerr := w.close()
+}
 
-	final := make([]Result, 0, len(last))
-	for _, row := range last {
-		final = append(final, row)
+// playOne plays a trial, writes its row and reports the progress.
+func (r *Runner) playOne(ctx context.Context, cancel context.CancelCauseFunc, w *resultsWriter, st *runState, t trial) {
+	st.mu.Lock()
+	st.p.Inflight++
+	st.mu.Unlock()
+	row, traj, err := r.play(ctx, t)
+	st.mu.Lock()
+	st.p.Inflight--
+	st.mu.Unlock()
+	if err != nil {
+		if errors.Is(err, ErrFatal) {
+			st.mu.Lock()
+			if st.fatal == nil {
+				st.fatal = err
+			}
+			st.mu.Unlock()
+			cancel(err)
+		}
+		return // interrupted: no row, a rerun plays it
 	}
-	sum := Summarize(final, want, r.K)
-	switch {
-	case writeErr != nil:
-		return sum, writeErr
-	case fatal != nil:
-		return sum, fatal
-	case ctx.Err() != nil:
-		return sum, fmt.Errorf("run interrupted with %d of %d trials done: %w", p.Done, p.Total, context.Cause(ctx))
+	if err := w.write(row, traj); err != nil {
+		st.mu.Lock()
+		if st.writeErr == nil {
+			st.writeErr = fmt.Errorf("writing the results of %s: %w", t.id, err)
+		}
+		st.mu.Unlock()
+		cancel(err)
+		return
 	}
-	return sum, cerr
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.last[row.TrialID] = *row
+	st.p.Ran++
+	st.p.Done++
+	if row.Status == rundir.StatusInfraError {
+		st.p.Infra++
+	} else {
+		st.p.Scored++
+		if row.Status == rundir.StatusPassed {
+			st.p.Passed++
+		}
+	}
+	st.p.Elapsed, st.p.Last = time.Since(st.start), row
+	if r.Progress != nil {
+		r.Progress(st.p)
+	}
 }
 
 // writeInfo writes run.json, or checks that the one there is for the same
@@ -250,7 +286,7 @@ func (r *Runner) writeInfo() error {
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		return err
 	}
-	path := filepath.Join(r.Dir, "run.json")
+	path := filepath.Join(r.Dir, rundir.RunFile)
 	info := r.Info
 	info.K, info.Concurrency, info.Oracle, info.Seed, info.PassThreshold = r.K, r.Concurrency, r.Oracle, r.Seed, r.PassThreshold
 	info.Trials = len(r.Tasks) * r.K
@@ -265,7 +301,7 @@ func (r *Runner) writeInfo() error {
 		info.Started = info.Updated
 	}
 	if b, err := os.ReadFile(path); err == nil {
-		var old RunInfo
+		var old rundir.RunInfo
 		if err := json.Unmarshal(b, &old); err != nil {
 			return fmt.Errorf("%s is not a run.json: %w", path, err)
 		}
@@ -280,23 +316,23 @@ func (r *Runner) writeInfo() error {
 	}
 	r.Info = info
 	b, _ := json.MarshalIndent(info, "", "  ")
-	return writeFileAtomic(path, append(b, '\n'))
+	return rundir.WriteFile(path, append(b, '\n'))
 }
 
 // play runs one trial and makes its row and trajectory. The error is
 // non-nil only when the trial was interrupted (ctx ended) or ErrFatal.
-func (r *Runner) play(ctx context.Context, t trial) (*Result, *Trajectory, error) {
+func (r *Runner) play(ctx context.Context, t trial) (*rundir.Result, *rundir.Trajectory, error) {
 	began := time.Now()
-	row := &Result{TrialID: t.id, Task: t.task.ID, Env: t.task.Env, Sample: t.sample, Seed: t.seed,
-		Trajectory: TrajectoryPath(t.task.ID, t.sample), Model: r.Info.Model}
-	finish := func(ep *Episode) (*Result, *Trajectory, error) {
+	row := &rundir.Result{TrialID: t.id, Task: t.task.ID, Env: t.task.Env, Sample: t.sample, Seed: t.seed,
+		Trajectory: rundir.TrajectoryPath(t.task.ID, t.sample), Model: r.Info.Model}
+	finish := func(ep *Episode) (*rundir.Result, *rundir.Trajectory, error) {
 		row.DurationMS = time.Since(began).Milliseconds()
 		row.FinishedAt = time.Now().UTC()
-		traj := &Trajectory{TrialID: t.id, Task: t.task.ID, Env: t.task.Env, Instruction: t.task.Instruction,
-			Seed: t.seed, Model: row.Model, Steps: []Step{}}
+		traj := &rundir.Trajectory{TrialID: t.id, Task: t.task.ID, Env: t.task.Env, Instruction: t.task.Instruction,
+			Seed: t.seed, Model: row.Model, Steps: []rundir.Step{}}
 		if ep != nil {
 			row.Reward, row.Terminated, row.Truncated = ep.Reward, ep.Terminated, ep.Truncated
-			row.PromptTokens, row.CompletionTokens = ep.PromptTokens, ep.CompletionTokens
+			row.PromptTokens, row.CompletionTokens = int64(ep.PromptTokens), int64(ep.CompletionTokens)
 			row.Failure = ep.Failure
 			for _, s := range ep.Steps {
 				if s.Step > 0 {
@@ -366,16 +402,16 @@ func (r *Runner) play(ctx context.Context, t trial) (*Result, *Trajectory, error
 }
 
 // status decides a trial's status from its row.
-func (r *Runner) status(row *Result) string {
+func (r *Runner) status(row *rundir.Result) rundir.Status {
 	switch {
 	case row.Failure != nil && row.Failure.Fault == gym.FaultInfra:
-		return StatusInfraError
+		return rundir.StatusInfraError
 	case row.Failure != nil:
-		return StatusAgentError
+		return rundir.StatusAgentError
 	case row.Reward >= r.PassThreshold:
-		return StatusPassed
+		return rundir.StatusPassed
 	}
-	return StatusFailed
+	return rundir.StatusFailed
 }
 
 // create makes a session, waiting out over-capacity and draining answers
@@ -431,10 +467,10 @@ func playOracle(ctx context.Context, sess Session, reset gym.ResetResult, o gym.
 			if errors.Is(err, gym.ErrBadAction) {
 				ep.Failure.Fault, ep.Failure.Reason = gym.FaultAgent, "bad_action"
 			}
-			ep.Steps = append(ep.Steps, Step{Action: a, Failure: ep.Failure})
+			ep.Steps = append(ep.Steps, rundir.Step{Action: a, Failure: ep.Failure})
 			break
 		}
-		ep.Steps = append(ep.Steps, Step{Step: res.Step, Action: a, Observation: res.Observation, Reward: res.Reward,
+		ep.Steps = append(ep.Steps, rundir.Step{Step: res.Step, Action: a, Observation: res.Observation, Reward: res.Reward,
 			Terminated: res.Terminated, Truncated: res.Truncated, Info: res.Info, Failure: res.Failure})
 		if res.Failure != nil || res.Terminated || res.Truncated {
 			ep.Terminated, ep.Truncated, ep.Failure = res.Terminated, res.Truncated, res.Failure

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/nextstate-rl/nextstate/agent/rundir"
 	"github.com/nextstate-rl/nextstate/gym"
 )
 
@@ -53,7 +54,7 @@ func TestRunnerKSamplesPerTask(t *testing.T) {
 	dir := t.TempDir()
 	var progress []Progress
 	r := &Runner{Client: c, Agent: mustAgent(t, Config{BaseURL: llm.URL()}), Tasks: calcTasks(t), K: 3, Concurrency: 4,
-		Seed: 9, Dir: dir, Info: RunInfo{Run: "test-k", Suite: []string{calcKind}}, Logger: quietLog(),
+		Seed: 9, Dir: dir, Info: rundir.RunInfo{Run: "test-k", Suite: []string{calcKind}}, Logger: quietLog(),
 		Known:    map[string]bool{"calc-2-3": true}, // the others go inline
 		Progress: func(p Progress) { progress = append(progress, p) }}
 	sum, err := r.Run(context.Background())
@@ -94,7 +95,7 @@ func TestRunnerKSamplesPerTask(t *testing.T) {
 		if row["seed"].(float64) != float64(TrialSeed(9, task, int(row["sample"].(float64)))) {
 			t.Errorf("seed %v of %v is not the derived one", row["seed"], row["trial_id"])
 		}
-		var traj Trajectory
+		var traj rundir.Trajectory
 		b, err := os.ReadFile(filepath.Join(dir, row["trajectory"].(string)))
 		if err != nil || json.Unmarshal(b, &traj) != nil || traj.TrialID != row["trial_id"] || len(traj.Steps) != 2 || traj.Outcome != 1 {
 			t.Errorf("trajectory %v: %v %+v", row["trajectory"], err, traj)
@@ -114,11 +115,17 @@ func TestRunnerKSamplesPerTask(t *testing.T) {
 			t.Errorf("task %s: %d distinct seeds over 3 samples", task, len(s))
 		}
 	}
-	var info RunInfo
+	var info rundir.RunInfo
 	b, _ := os.ReadFile(filepath.Join(dir, "run.json"))
 	if err := json.Unmarshal(b, &info); err != nil || info.Model != "scripted" || info.K != 3 || info.Trials != 9 || info.Started.IsZero() {
 		t.Errorf("run.json %s: %v", b, err)
 	}
+}
+
+// readResults reads a results.jsonl's rows.
+func readResults(path string) ([]rundir.Result, error) {
+	res, err := rundir.ReadResultsFile(path)
+	return res.Rows, err
 }
 
 func jsonInt(v any) string { b, _ := json.Marshal(v); return string(b) }
@@ -152,7 +159,7 @@ func TestRunnerResumes(t *testing.T) {
 	tasks := calcTasks(t)
 	newRunner := func() *Runner {
 		return &Runner{Client: c, Agent: mustAgent(t, Config{BaseURL: llm.URL()}), Tasks: tasks, K: 2, Concurrency: 1,
-			Dir: dir, Logger: quietLog(), Info: RunInfo{Run: "resume"}}
+			Dir: dir, Logger: quietLog(), Info: rundir.RunInfo{Run: "resume"}}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -166,18 +173,18 @@ func TestRunnerResumes(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted run: %v, want context.Canceled", err)
 	}
-	rows, err := ReadResults(filepath.Join(dir, "results.jsonl"))
+	rows, err := readResults(filepath.Join(dir, "results.jsonl"))
 	if err != nil || len(rows) != 4 || sum.Missing != 2 {
 		t.Fatalf("%d rows after the interruption (%v), summary %+v; want 4, 2 missing", len(rows), err, sum)
 	}
-	statuses := map[string]string{}
+	statuses := map[string]rundir.Status{}
 	for _, row := range rows {
 		statuses[row.TrialID] = row.Status
 		if _, err := os.Stat(filepath.Join(dir, row.Trajectory)); err != nil {
 			t.Errorf("row %s names a missing trajectory: %v", row.TrialID, err)
 		}
 	}
-	if statuses["calc-10-4#0"] != StatusInfraError || statuses["calc-2-3#0"] != StatusPassed {
+	if statuses["calc-10-4#0"] != rundir.StatusInfraError || statuses["calc-2-3#0"] != rundir.StatusPassed {
 		t.Fatalf("statuses %v; want calc-10-4#0 an infra error (the flaky tool) and calc-2-3#0 passed", statuses)
 	}
 	// A killed writer leaves half a line.
@@ -210,9 +217,9 @@ func TestRunnerResumes(t *testing.T) {
 	if len(lines) != 7 {
 		t.Errorf("%d lines, want 4 + 3 (the infra error retried, two never run)", len(lines))
 	}
-	final, _ := ReadResults(filepath.Join(dir, "results.jsonl"))
+	final, _ := readResults(filepath.Join(dir, "results.jsonl"))
 	for _, row := range final {
-		if row.Status != StatusPassed {
+		if row.Status != rundir.StatusPassed {
 			t.Errorf("final %s: %s", row.TrialID, row.Status)
 		}
 	}
@@ -230,7 +237,7 @@ func TestRunnerOracle(t *testing.T) {
 	if sum.Passed != 6 || sum.Pass1 != 1 {
 		t.Errorf("oracle run %+v, want every trial passed", sum)
 	}
-	rows, _ := ReadResults(filepath.Join(dir, "results.jsonl"))
+	rows, _ := readResults(filepath.Join(dir, "results.jsonl"))
 	if len(rows) != 6 || rows[0].Model != "oracle" || rows[0].Steps != 2 {
 		t.Errorf("rows %+v", rows)
 	}
@@ -268,7 +275,7 @@ func TestRunnerInfraFailureIsLabelled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, _ := ReadResults(filepath.Join(dir, "results.jsonl"))
+	rows, _ := readResults(filepath.Join(dir, "results.jsonl"))
 	if sum.InfraErrors != 1 || len(rows) != 1 || rows[0].Failure == nil || rows[0].Failure.Reason != "crashed" || !rows[0].Truncated {
 		t.Errorf("summary %+v rows %+v; want one infra error, reason crashed", sum, rows)
 	}
@@ -283,20 +290,10 @@ func TestRunnerPassAtK(t *testing.T) {
 			t.Errorf("PassAtK(%d, %d, %d) = %v, want %v", tc.n, tc.c, tc.k, got, tc.want)
 		}
 	}
-	rows := []Result{{TrialID: "a#0", Task: "a", Status: StatusPassed, Reward: 1}, {TrialID: "a#1", Task: "a", Status: StatusFailed},
-		{TrialID: "b#0", Task: "b", Status: StatusAgentError}, {TrialID: "b#1", Task: "b", Status: StatusInfraError}}
+	rows := []rundir.Result{{TrialID: "a#0", Task: "a", Status: rundir.StatusPassed, Reward: 1}, {TrialID: "a#1", Task: "a", Status: rundir.StatusFailed},
+		{TrialID: "b#0", Task: "b", Status: rundir.StatusAgentError}, {TrialID: "b#1", Task: "b", Status: rundir.StatusInfraError}}
 	s := Summarize(rows, nil, 2)
 	if s.Pass1 != 0.25 || s.PassK != 0.5 || s.AgentErrors != 1 || s.InfraErrors != 1 || s.MeanReward != 0.25 {
 		t.Errorf("summary %+v", s)
-	}
-}
-
-func TestRunnerTrajectoryPath(t *testing.T) {
-	if p := TrajectoryPath("calc-2-3", 1); p != "trajectories/calc-2-3.1.json" {
-		t.Errorf("plain id: %s", p)
-	}
-	a, b := TrajectoryPath("a/b", 0), TrajectoryPath("a?b", 0)
-	if a == b || !strings.HasPrefix(a, "trajectories/a_b-") || strings.ContainsAny(strings.TrimPrefix(a, "trajectories/"), "/?") {
-		t.Errorf("unsafe ids: %s %s; want safe and distinct names", a, b)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nextstate-rl/nextstate/agent/rundir"
 )
 
 // benchRun writes a run of tasks×samples trials, each with a trajectory of
@@ -18,7 +20,7 @@ func benchRun(b *testing.B, tasks, samples, steps int) string {
 	if err := os.MkdirAll(filepath.Join(dir, "trajectories"), 0o755); err != nil {
 		b.Fatal(err)
 	}
-	f, err := os.Create(filepath.Join(dir, ResultsFile))
+	f, err := os.Create(filepath.Join(dir, rundir.ResultsFile))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -37,9 +39,9 @@ func benchRun(b *testing.B, tasks, samples, steps int) string {
 				"prompt_tokens": 1000, "completion_tokens": 100, "trajectory": file}
 			line, _ := json.Marshal(row)
 			f.Write(append(line, '\n'))
-			tr := Trajectory{TrialID: id, Task: row["task"].(string), Instruction: "Do the thing.", Outcome: reward}
+			tr := rundir.Trajectory{TrialID: id, Task: row["task"].(string), Instruction: "Do the thing.", Outcome: reward}
 			for i := range steps {
-				st := Step{Step: i + 1, Response: "I run a command."}
+				st := rundir.Step{Step: i + 1, Response: "I run a command."}
 				st.Action.Parts = append(st.Action.Parts, partToolCall("shell_exec", `{"command":"ls -la"}`))
 				st.Observation.Parts = append(st.Observation.Parts, partToolResult(out))
 				tr.Steps = append(tr.Steps, st)

@@ -21,33 +21,37 @@
 //
 // # Input
 //
-// The directory holds results.jsonl, one JSON row per trial:
+// The directory is a run directory, in the format package agent/rundir
+// defines (and docs/formats.md, "Run directories", lists): results.jsonl,
+// one JSON row per trial (rundir.Result),
 //
 //	{"trial_id": "hello#0", "task": "hello", "env": "terminal-v1", "sample": 0, "seed": 0,
 //	 "status": "passed", "reward": 1, "process_reward": 0.5, "terminated": true,
 //	 "truncated": false, "steps": 3, "failure": null, "session": "s_...",
 //	 "duration_ms": 5123, "prompt_tokens": 900, "completion_tokens": 120,
-//	 "model": "...", "trajectory": "trajectories/hello-0.json",
+//	 "model": "...", "trajectory": "trajectories/hello.0.json",
 //	 "finished_at": "2026-01-02T03:04:05Z"}
 //
-// status is one of passed (the reward reached the pass threshold), failed,
-// agent_error and infra_error; failure, when set, is {"fault": "agent" |
-// "infra", "reason": "...", "message": "..."}. An optional "split" names the
-// task's split (none counts as "train"). Unknown fields are ignored. A rerun
-// appends rows for retried trials: the last row of a trial id wins. A line
-// that is not a valid row (not JSON, no trial_id or task, an unknown status
-// or fault, a negative count, a trajectory path outside the directory) is
-// an error naming the line. run.json, the run's configuration (suite,
-// model, k, ...), is optional and shown as it is.
+// read by rundir.ReadResults: status is one of passed (the reward reached
+// the pass threshold), failed, agent_error and infra_error; failure, when
+// set, is {"fault": "agent" | "infra", "reason": "...", "message": "..."};
+// "split" names the task's split (none counts as "train"). Unknown fields
+// are ignored. A rerun appends rows for retried trials: the last row of a
+// trial id wins. A last line cut short (a run killed while writing it) is
+// left out; any other line that is not a valid row (not JSON, no trial_id
+// or task, an unknown status or fault, a negative count, a trajectory path
+// outside the directory) is an error naming the line. run.json, the run's
+// configuration (suite, model, k, ...), is optional and shown as it is,
+// key by key, whoever wrote it.
 //
-// Each trial's trajectory file (DIR/trajectories/...) holds the
-// instruction and the steps: the model's response, the action
-// (gym.Action), the next state (gym.Observation, whose images carry a
-// "ref" to DIR/blobs/<sha256>.png, or the store's "sha256:<hex>"), the
-// reward, terminated and truncated, info, a labelled failure, and the
-// judge's verdict {"reward", "votes": [{"score", "hint", "valid"}],
-// "hint"}. They are read when the HTML is rendered; a missing or malformed
-// file is shown as an error in its trial's place.
+// Each trial's trajectory file (rundir.Trajectory) holds the instruction
+// and the steps: the model's response, the action (gym.Action), the next
+// state (gym.Observation, whose images carry a "ref" to
+// DIR/blobs/<sha256>.<ext>, or the store's "sha256:<hex>"), the reward,
+// terminated and truncated, info, a labelled failure, and the judge's
+// verdict {"reward", "votes": [{"score", "hint", "valid"}], "hint"} when
+// there is one. They are read when the HTML is rendered; a missing or
+// malformed file is shown as an error in its trial's place.
 //
 // # Metrics
 //
@@ -88,7 +92,7 @@
 // and a reason: its labelled failure's, else "unlabelled" for an
 // agent_error or infra_error without one, "truncated" for an episode cut
 // off, and "not_solved" for one that ended below the pass threshold
-// (Trial.FailureClass). Each class lists a few trial ids as examples and
+// (rundir.Result.FailureClass). Each class lists a few trial ids as examples and
 // the first one's message.
 //
 // # The HTML page

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nextstate-rl/nextstate/agent/rundir"
 	"github.com/nextstate-rl/nextstate/gym"
 )
 
@@ -36,7 +37,7 @@ func row(t *testing.T, id, task, status string, reward float64, extra map[string
 func runDir(t *testing.T, lines []string, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
-	write(t, filepath.Join(dir, ResultsFile), strings.Join(lines, "\n")+"\n")
+	write(t, filepath.Join(dir, rundir.ResultsFile), strings.Join(lines, "\n")+"\n")
 	for p, content := range files {
 		write(t, filepath.Join(dir, filepath.FromSlash(p)), content)
 	}

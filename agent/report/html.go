@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nextstate-rl/nextstate/agent/rundir"
 	"github.com/nextstate-rl/nextstate/gym"
 )
 
@@ -85,7 +86,7 @@ type page struct {
 // viewTrial and viewStep keep what the page shows of a trajectory, capped,
 // and not the trajectory itself, so a large run is not held in memory.
 type viewTrial struct {
-	T           *Trial
+	T           *rundir.Result
 	ID          string // element id: t-<index>
 	Failure     string
 	Embedded    bool   // the trajectory is shown
@@ -106,7 +107,7 @@ type viewStep struct {
 	Failure     string
 	Info        string
 	Messages    string
-	Judge       *Judge
+	Judge       *rundir.Judge
 }
 
 type viewPart struct {
@@ -129,7 +130,7 @@ type viewer struct {
 	skipped   int
 }
 
-func (v *viewer) trial(i int, t *Trial) viewTrial {
+func (v *viewer) trial(i int, t *rundir.Result) viewTrial {
 	vt := viewTrial{T: t, ID: fmt.Sprintf("t-%d", i)}
 	if fault, reason, ok := t.FailureClass(); ok {
 		vt.Failure = string(fault) + ": " + reason
@@ -166,7 +167,7 @@ func (v *viewer) trial(i int, t *Trial) viewTrial {
 		if s.Judge != nil {
 			j := *s.Judge
 			j.Hint = v.text(j.Hint)
-			j.Votes = append([]Vote(nil), j.Votes...)
+			j.Votes = append([]rundir.Vote(nil), j.Votes...)
 			for k := range j.Votes {
 				j.Votes[k].Hint = v.text(j.Votes[k].Hint)
 				j.Votes[k].Error = v.text(j.Votes[k].Error)
@@ -244,7 +245,7 @@ func (v *viewer) image(vp *viewPart, b *gym.Blob) {
 	data := b.Data
 	path, local := "", false
 	if len(data) == 0 {
-		path, local = blobPath(b.Ref)
+		path, local = rundir.BlobFile(b.Ref)
 		if !local {
 			vp.Note = fmt.Sprintf("image reference %q does not name a file of the run directory", b.Ref)
 			return

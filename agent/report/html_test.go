@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/nextstate-rl/nextstate/agent/rundir"
 )
 
 const shot = "blobs/96ccb35ecb6141d8089511c0e5fb3d54a43f85ae504baa996816c60c4e6236f0.png"
@@ -133,7 +135,7 @@ func TestHTMLEscapesEverywhere(t *testing.T) {
 			"env": evil, "split": evil, "trajectory": "trajectories/e.json",
 			"failure": map[string]any{"fault": "agent", "reason": evil, "message": evil},
 		}),
-	}, map[string]string{"trajectories/e.json": traj, RunFile: `{"suite":"` + `\u003cscript\u003e` + `","` + `\u003cx-b\u003e` + `":1}`})
+	}, map[string]string{"trajectories/e.json": traj, rundir.RunFile: `{"suite":"` + `\u003cscript\u003e` + `","` + `\u003cx-b\u003e` + `":1}`})
 	page := renderHTML(t, load(t, dir))
 	wellFormed(t, page)
 	for _, bad := range []string{"<img src=x", "</pre><script>", "<x-i>", "<x-b>", "<x-u>", "<x-s>", "<!-- -->", "<script>x()"} {
@@ -260,7 +262,7 @@ func TestWrite(t *testing.T) {
 	}
 
 	// A bad results file: an error, and the old reports stay.
-	write(t, filepath.Join(dir, ResultsFile), "{\n")
+	write(t, filepath.Join(dir, rundir.ResultsFile), "{\n")
 	if err := Write(dir); err == nil || !strings.Contains(err.Error(), "results.jsonl line 1") {
 		t.Errorf("error %v", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/nextstate-rl/nextstate/agent/rundir"
 )
 
 func TestLastRowWins(t *testing.T) {
@@ -20,7 +22,7 @@ func TestLastRowWins(t *testing.T) {
 		t.Fatalf("trials %d (summary %d), superseded %d; want 2, 2, 2", len(r.Trials), r.Summary.Trials, r.Summary.Superseded)
 	}
 	a0 := r.Trials[0]
-	if a0.TrialID != "a#0" || a0.Status != StatusPassed || a0.Steps != 7 || a0.Line != 4 {
+	if a0.TrialID != "a#0" || a0.Status != rundir.StatusPassed || a0.Steps != 7 || a0.Line != 4 {
 		t.Errorf("a#0 = %+v, want the last row (line 4, passed, 7 steps)", a0)
 	}
 	s := r.Summary
@@ -48,8 +50,8 @@ func TestMalformedLine(t *testing.T) {
 			// Line 2 is blank: blank lines are skipped but counted.
 			dir := runDir(t, []string{good, "", tc.line, good}, nil)
 			_, err := Load(dir)
-			if err == nil || !strings.Contains(err.Error(), ResultsFile+" "+tc.want) {
-				t.Fatalf("error %v, want one containing %q", err, ResultsFile+" "+tc.want)
+			if err == nil || !strings.Contains(err.Error(), rundir.ResultsFile+" "+tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, rundir.ResultsFile+" "+tc.want)
 			}
 		})
 	}
@@ -73,7 +75,7 @@ func TestEmptyResults(t *testing.T) {
 }
 
 func TestRunInfo(t *testing.T) {
-	r := load(t, runDir(t, nil, map[string]string{RunFile: `{"suite":"s1","k":4,"oracle":true,"extra":{"a":[1, 2]}}`}))
+	r := load(t, runDir(t, nil, map[string]string{rundir.RunFile: `{"suite":"s1","k":4,"oracle":true,"extra":{"a":[1, 2]}}`}))
 	for k, want := range map[string]string{"suite": "s1", "k": "4", "oracle": "true", "extra": `{"a":[1,2]}`, "absent": ""} {
 		if got := r.Run.Get(k); got != want {
 			t.Errorf("Get(%q) = %q, want %q", k, got, want)
@@ -85,7 +87,7 @@ func TestRunInfo(t *testing.T) {
 	if r := load(t, runDir(t, nil, nil)); r.Run != nil {
 		t.Errorf("no run.json: Run = %+v, want nil", r.Run)
 	}
-	_, err := Load(runDir(t, nil, map[string]string{RunFile: `[1,2]`}))
+	_, err := Load(runDir(t, nil, map[string]string{rundir.RunFile: `[1,2]`}))
 	if err == nil || !strings.Contains(err.Error(), "run.json: not a JSON object") {
 		t.Errorf("error %v", err)
 	}
@@ -148,43 +150,5 @@ func TestInfraExcluded(t *testing.T) {
 	}
 	if g := r.ByEnv; len(g) != 1 || g[0].Infra != 3 || g[0].Scored != 4 || g[0].ScoredTasks != 2 {
 		t.Errorf("by env: %+v", g)
-	}
-}
-
-func TestFailureClass(t *testing.T) {
-	cases := []struct {
-		t      Trial
-		fault  string
-		reason string
-	}{
-		{Trial{Status: StatusFailed}, "agent", "not_solved"},
-		{Trial{Status: StatusFailed, Truncated: true}, "agent", "truncated"},
-		{Trial{Status: StatusAgentError}, "agent", "unlabelled"},
-		{Trial{Status: StatusInfraError}, "infra", "unlabelled"},
-		{Trial{Status: StatusAgentError, Failure: failure("agent", "timeout")}, "agent", "timeout"},
-		// An infra_error row whose failure says agent: infra wins, the agent is not blamed.
-		{Trial{Status: StatusInfraError, Failure: failure("agent", "timeout")}, "infra", "timeout"},
-		{Trial{Status: StatusFailed, Failure: failure("infra", "")}, "infra", "unlabelled"},
-	}
-	for _, tc := range cases {
-		f, r, ok := tc.t.FailureClass()
-		if !ok || string(f) != tc.fault || r != tc.reason {
-			t.Errorf("%+v: got %s/%s/%v, want %s/%s", tc.t, f, r, ok, tc.fault, tc.reason)
-		}
-	}
-	if _, _, ok := (&Trial{Status: StatusPassed}).FailureClass(); ok {
-		t.Error("a passed trial has no failure class")
-	}
-}
-
-func TestBlobPath(t *testing.T) {
-	for ref, want := range map[string]string{
-		"blobs/ab.png": "blobs/ab.png", "sha256:ab": "blobs/ab.png",
-		"../x.png": "", "/etc/passwd": "", "": "", "sha256:../../x": "",
-	} {
-		got, ok := blobPath(ref)
-		if ok != (want != "") || got != want {
-			t.Errorf("blobPath(%q) = %q, %v; want %q", ref, got, ok, want)
-		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nextstate-rl/nextstate/agent/rundir"
 	"github.com/nextstate-rl/nextstate/gym"
 )
 
@@ -220,7 +221,7 @@ type FailureClass struct {
 
 type taskAgg struct {
 	stats  TaskStats
-	trials []*Trial
+	trials []*rundir.Result
 }
 
 // compute fills the report's statistics from its trials.
@@ -252,7 +253,7 @@ func (r *Report) compute() {
 			s.InfraErrors++
 		case t.Passed():
 			s.Passed++
-		case t.Status == StatusAgentError:
+		case t.Status == rundir.StatusAgentError:
 			s.AgentErrors++
 		default:
 			s.Failed++
@@ -338,7 +339,7 @@ func (r *Report) compute() {
 	})
 }
 
-func (ts *TaskStats) fill(trials []*Trial) {
+func (ts *TaskStats) fill(trials []*rundir.Result) {
 	var reward, steps float64
 	counts := map[[2]string]int{}
 	for _, t := range trials {
@@ -354,7 +355,7 @@ func (ts *TaskStats) fill(trials []*Trial) {
 		if t.Passed() {
 			ts.Passed++
 		}
-		if t.Status == StatusAgentError {
+		if t.Status == rundir.StatusAgentError {
 			ts.AgentErrors++
 		}
 		reward += t.Reward

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/nextstate-rl/nextstate/agent/rundir"
 )
 
 // Report is a run directory's results with their statistics, ready to be
@@ -17,7 +19,7 @@ type Report struct {
 	Run *RunInfo
 	// Trials are the last rows of each trial id, sorted by task, env,
 	// sample and trial id.
-	Trials []Trial
+	Trials []rundir.Result
 
 	Summary  Summary
 	Tasks    []TaskStats    // one per (env, task), sorted like Trials
@@ -76,7 +78,7 @@ func (l Limits) withDefaults() Limits {
 // (optional), and computes the statistics. Trajectory files are read when
 // the HTML viewer is rendered, or by Trajectory.
 func Load(dir string) (*Report, error) {
-	f, err := os.Open(filepath.Join(dir, ResultsFile))
+	f, err := os.Open(filepath.Join(dir, rundir.ResultsFile))
 	if err != nil {
 		return nil, fmt.Errorf("report: reading the run directory %s: %w", dir, err)
 	}
@@ -85,7 +87,7 @@ func Load(dir string) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("report: %s: %w", dir, err)
 	}
-	run, err := readRunInfo(filepath.Join(dir, RunFile))
+	run, err := readRunInfo(filepath.Join(dir, rundir.RunFile))
 	if err != nil {
 		return nil, fmt.Errorf("report: %s: %w", dir, err)
 	}
@@ -96,7 +98,7 @@ func Load(dir string) (*Report, error) {
 }
 
 // Trajectory reads a trial's trajectory file.
-func (r *Report) Trajectory(t *Trial) (*Trajectory, error) {
+func (r *Report) Trajectory(t *rundir.Result) (*rundir.Trajectory, error) {
 	return ReadTrajectory(r.Dir, t)
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/nextstate-rl/nextstate/agent/rundir"
 	"github.com/nextstate-rl/nextstate/gym"
 )
 
@@ -80,7 +81,7 @@ func passAtKChart(s *Summary) template.HTML {
 
 // rewardHistogram draws the scored trials' outcome rewards in ten bins over
 // [min(0, lowest), max(1, highest)].
-func rewardHistogram(trials []Trial) template.HTML {
+func rewardHistogram(trials []rundir.Result) template.HTML {
 	const w, h, left, right, top, bottom, bins = 480, 260, 40, 16, 16, 40, 10
 	lo, hi := 0.0, 1.0
 	var rs []float64

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nextstate-rl/nextstate/agent"
+	"github.com/nextstate-rl/nextstate/agent/rundir"
 	"github.com/nextstate-rl/nextstate/agent/report"
 	"github.com/nextstate-rl/nextstate/client"
 	"github.com/nextstate-rl/nextstate/gym"
@@ -199,7 +200,7 @@ func runRun(ctx context.Context, stdout, stderr io.Writer, tempSet bool, f runFl
 		abs, _ := filepath.Abs(f.out)
 		name = filepath.Base(abs)
 	}
-	info := agent.RunInfo{Run: name, Suite: f.suites, Split: f.split, Tasks: f.tasks, BaseURL: f.baseURL, Server: f.serverURL}
+	info := rundir.RunInfo{Run: name, Suite: f.suites, Split: f.split, Tasks: f.tasks, BaseURL: f.baseURL, Server: f.serverURL}
 	if ag != nil {
 		info.Temperature, info.MaxTurns, info.ContextBudget = ag.Temperature(), f.maxTurns, f.budget
 	}

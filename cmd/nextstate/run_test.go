@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nextstate-rl/nextstate/agent"
+	"github.com/nextstate-rl/nextstate/agent/rundir"
 	"github.com/nextstate-rl/nextstate/gym"
 )
 
@@ -229,7 +229,7 @@ func TestRunResumesAfterKill(t *testing.T) {
 	waitRows(3, done)
 	cmd.Process.Signal(syscall.SIGKILL)
 	<-done
-	killed, err := agent.ReadResults(results)
+	killed, err := readResults(results)
 	if err != nil {
 		t.Fatalf("results after the kill: %v", err)
 	}
@@ -245,7 +245,7 @@ func TestRunResumesAfterKill(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the run did not stop after SIGTERM")
 	}
-	termed, err := agent.ReadResults(results)
+	termed, err := readResults(results)
 	if err != nil || len(termed) < len(killed)+3 {
 		t.Fatalf("results after SIGTERM: %d rows, %v", len(termed), err)
 	}
@@ -255,7 +255,7 @@ func TestRunResumesAfterKill(t *testing.T) {
 	if s.Trials != 24 || s.Passed != 24 || s.Missing != 0 || s.Resumed != len(termed) || s.Ran != 24-len(termed) {
 		t.Errorf("final run %+v after %d then %d rows: want all 24 trials passed, %d resumed", s, len(killed), len(termed), len(termed))
 	}
-	final, err := agent.ReadResults(results)
+	final, err := readResults(results)
 	if err != nil || len(final) != 24 {
 		t.Fatalf("%d trials in the results (%v), want 24", len(final), err)
 	}
@@ -286,4 +286,11 @@ func TestRunFlagErrors(t *testing.T) {
 			t.Errorf("run %v: %v, want an error with %q", tc.args, err, tc.want)
 		}
 	}
+}
+
+// readResults reads a results.jsonl's rows (a last line cut short by the
+// kill left out).
+func readResults(path string) ([]rundir.Result, error) {
+	res, err := rundir.ReadResultsFile(path)
+	return res.Rows, err
 }
