@@ -130,26 +130,9 @@ func (r *Report) Write() error {
 	return writeAtomic(filepath.Join(r.Dir, HTMLFile), page.Bytes())
 }
 
-// writeAtomic writes data to a temporary file beside path and renames it
-// over path.
+// writeAtomic writes data whole over path (rundir.WriteFile).
 func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	name := tmp.Name()
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(name, path)
-	}
-	if err != nil {
-		os.Remove(name)
+	if err := rundir.WriteFile(path, data); err != nil {
 		return fmt.Errorf("report: writing %s: %w", path, err)
 	}
 	return nil
