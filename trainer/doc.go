@@ -3,9 +3,10 @@
 // and continuous batching (Engine, served over an OpenAI-compatible API by
 // trainer/serve: `nextstate serve-model --model DIR`), and trains: a backward
 // pass for every operation, the token log-probabilities over the vocabulary
-// in chunks, AdamW with clipping and schedules, gradient accumulation and
-// frozen parameters (Training). Its kernels run behind trainer/backend: the
-// CPU backend (trainer/cpu) today, a CUDA backend on the same contract later.
+// in chunks, AdamW with clipping and schedules, gradient accumulation,
+// frozen parameters, LoRA adapters, checkpoints that resume bit for bit
+// (Training). Its kernels run behind trainer/backend: the CPU backend
+// (trainer/cpu) today, a CUDA backend on the same contract later.
 //
 // # Model folder
 //
@@ -108,6 +109,41 @@
 // kernel reduces in an order that depends only on the sizes and the
 // backend's Workers.
 //
+// # LoRA
+//
+// Model.AddLoRA(LoRAConfig{Rank, Alpha, Targets}, seed) adds low-rank
+// adapters to any of q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj,
+// down_proj (PEFT's initialisation: A Kaiming-uniform, B zero); every
+// forward (Engine and Training alike) then computes x·Wᵀ + (Alpha/Rank)·
+// (x·Aᵀ)·Bᵀ without forming the merged weight, the adapters of one input
+// sharing one product. A Training of such a model trains the adapters and
+// freezes the base (unless Trainable names base tensors too). SaveAdapter
+// writes PEFT's layout, loadable by peft unchanged:
+//
+//	DIR/adapter_config.json          peft_type LORA, r, lora_alpha, target_modules, ...
+//	DIR/adapter_model.safetensors    base_model.model.model.layers.i.self_attn.q_proj.lora_A.weight [r, in],
+//	                                 ....lora_B.weight [out, r], and so on per target and layer
+//
+// LoadAdapter reads it back (into a model without adapters, or over
+// adapters of the same configuration). MergeLoRA adds (Alpha/Rank)·B·A
+// into each base weight and drops the adapters, for Save in the plain HF
+// layout.
+//
+// # Checkpoints and resume
+//
+// Training.SaveState(dir, keep) writes dir/step-NNNNNNNN atomically (a
+// temporary folder renamed into place, then dir/latest replaced by a
+// rename) and keeps the newest keep states: the whole model in the HF
+// layout when base parameters are trained (the folder is then a model
+// folder for serve-model), the adapters in PEFT's layout under LoRA,
+// optimizer.safetensors (exp_avg.NAME, exp_avg_sq.NAME) and
+// trainer_state.json (the step, which is the schedule's position; the
+// training RNG; the trained tensors' names). To resume, make the model as
+// before (Load the base folder, AddLoRA for a LoRA run), NewTraining with the
+// same options, then LoadState(dir): the next steps are bit for bit those
+// of a run that never stopped (a test). Save between steps: gradients
+// waiting for a Step are not part of the state.
+//
 // # Correctness
 //
 // Tests compare logits of random Qwen3 folders (f32, bf16, f16, sharded, tied
@@ -119,5 +155,6 @@
 // whole model's loss and every parameter's gradient match PyTorch autograd
 // (tied and untied heads, GQA, a loss mask over packed sequences) within
 // 1e-4 relative, and the weights after three torch.optim.AdamW steps with
-// decay, clipping and a changing learning rate agree with PyTorch's.
+// decay, clipping and a changing learning rate agree with PyTorch's; the
+// same for LoRA against a plain LoRA forward in torchref.
 package trainer

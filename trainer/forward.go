@@ -78,11 +78,12 @@ type Segment struct {
 type inferBufs struct {
 	rows, sel                       int
 	x, h, qkv, q, att, gu, act, ids backend.Buf
+	u                               backend.Buf // LoRA's x·Aᵀ
 	selX, logits, selIDs            backend.Buf
 }
 
 func (b *inferBufs) free(be Backend) {
-	for _, p := range []*backend.Buf{&b.x, &b.h, &b.qkv, &b.q, &b.att, &b.gu, &b.act, &b.ids, &b.selX, &b.logits, &b.selIDs} {
+	for _, p := range []*backend.Buf{&b.x, &b.h, &b.qkv, &b.q, &b.att, &b.gu, &b.act, &b.ids, &b.u, &b.selX, &b.logits, &b.selIDs} {
 		if !p.Nil() {
 			be.Free(*p)
 		}
@@ -90,8 +91,8 @@ func (b *inferBufs) free(be Backend) {
 	*b = inferBufs{}
 }
 
-// grow makes room for N rows and R selected rows.
-func (b *inferBufs) grow(be Backend, d dims, N, R int) {
+// grow makes room for N rows, R selected rows and LoRA's x·Aᵀ of width uw.
+func (b *inferBufs) grow(be Backend, d dims, N, R, uw int) {
 	if N > b.rows {
 		n := max(N, 2*b.rows, 16)
 		for _, p := range []*backend.Buf{&b.x, &b.h, &b.qkv, &b.q, &b.att, &b.gu, &b.act, &b.ids} {
@@ -103,6 +104,12 @@ func (b *inferBufs) grow(be Backend, d dims, N, R int) {
 		b.q, b.att = be.Alloc(n*d.H*d.D), be.Alloc(n*d.H*d.D)
 		b.gu, b.act, b.ids = be.Alloc(n*2*d.F), be.Alloc(n*d.F), be.AllocIDs(n)
 		b.rows = n
+	}
+	if uw > 0 && b.u.Len() < b.rows*uw {
+		if !b.u.Nil() {
+			be.Free(b.u)
+		}
+		b.u = be.Alloc(b.rows * uw)
 	}
 	if R > b.sel {
 		n := max(R, 2*b.sel, 16)
@@ -152,7 +159,8 @@ func (m *Model) Forward(segs []Segment, all bool) ([]float32, error) {
 		R = N
 	}
 	be, b := m.Backend, &m.inf
-	b.grow(be, d, N, R)
+	uw := m.loraWidth()
+	b.grow(be, d, N, R, uw)
 	rope := m.ropeFor(maxPos)
 	toks := make([]int32, 0, N)
 	bsegs := make([]backend.Seg, len(segs))
@@ -170,11 +178,16 @@ func (m *Model) Forward(segs []Segment, all bool) ([]float32, error) {
 	h := b.h.Slice(0, N*d.C)
 	a := layerActs{xIn: x, xMid: x, h1: h, h2: h, qkv: b.qkv.Slice(0, N*d.W), q: b.q.Slice(0, N*d.H*d.D),
 		att: b.att.Slice(0, N*d.H*d.D), gu: b.gu.Slice(0, N*2*d.F), act: b.act.Slice(0, N*d.F)}
+	for g := range numGroups {
+		if uw > 0 && m.lora.width(g) > 0 {
+			a.u[g] = b.u.Slice(0, N*m.lora.width(g))
+		}
+	}
 	for l := range m.W.Layers {
 		for i, sg := range segs {
 			bsegs[i].K, bsegs[i].V = sg.Cache.K[l], sg.Cache.V[l]
 		}
-		m.layerForward(&m.W.Layers[l], &a, x, bsegs, N, rope)
+		m.layerForward(l, &a, x, bsegs, N, rope)
 	}
 	for _, sg := range segs {
 		sg.Cache.Len += len(sg.Tokens)

@@ -137,6 +137,7 @@ type Model struct {
 	mu     sync.Mutex // every method that runs kernels
 	inf    inferBufs  // Forward's activations, grown to the largest call
 	rope   ropeTables
+	lora   *lora // adapters, applied by every forward when present
 }
 
 // New makes a model of configuration c with zero parameters.
@@ -173,32 +174,62 @@ func (m *Model) Tensors() []TensorInfo {
 	return out
 }
 
-// ReadTensor copies the parameter called name to the host.
-func (m *Model) ReadTensor(name string) ([]float32, error) {
-	i := m.layout.find(name)
-	if i < 0 {
-		return nil, fmt.Errorf("trainer: no parameter %q", name)
+// tensorView is the view of the parameter called name: a base tensor (HF
+// name) or a LoRA adapter (PEFT name).
+func (m *Model) tensorView(name string) (backend.Buf, error) {
+	if i := m.layout.find(name); i >= 0 {
+		return m.view(i), nil
 	}
+	if m.lora != nil {
+		if i := m.lora.lay.find(name); i >= 0 {
+			return m.lora.view(i), nil
+		}
+	}
+	return backend.Buf{}, fmt.Errorf("trainer: no parameter %q", name)
+}
+
+// ReadTensor copies the parameter called name (an HF name, or an adapter's
+// PEFT name) to the host.
+func (m *Model) ReadTensor(name string) ([]float32, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	v := make([]float32, m.layout.tensors[i].size())
-	m.Backend.Read(v, m.view(i))
+	b, err := m.tensorView(name)
+	if err != nil {
+		return nil, err
+	}
+	v := make([]float32, b.Len())
+	m.Backend.Read(v, b)
 	return v, nil
 }
 
 // WriteTensor sets the parameter called name from host values.
 func (m *Model) WriteTensor(name string, v []float32) error {
-	i := m.layout.find(name)
-	if i < 0 {
-		return fmt.Errorf("trainer: no parameter %q", name)
-	}
-	if n := m.layout.tensors[i].size(); len(v) != n {
-		return fmt.Errorf("trainer: parameter %q has %d values, got %d", name, n, len(v))
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.Backend.Write(m.view(i), v)
+	b, err := m.tensorView(name)
+	if err != nil {
+		return err
+	}
+	if len(v) != b.Len() {
+		return fmt.Errorf("trainer: parameter %q has %d values, got %d", name, b.Len(), len(v))
+	}
+	m.Backend.Write(b, v)
 	return nil
+}
+
+// AdapterTensors lists the LoRA adapters' tensors (PEFT names), none
+// without adapters.
+func (m *Model) AdapterTensors() []TensorInfo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lora == nil {
+		return nil
+	}
+	out := make([]TensorInfo, len(m.lora.lay.tensors))
+	for i, t := range m.lora.lay.tensors {
+		out[i] = TensorInfo{t.name, t.shape}
+	}
+	return out
 }
 
 // ReadParams copies the whole arena to the host, in the order of Tensors.
@@ -266,24 +297,46 @@ func (m *Model) loadTensors(dir, prefix string) error {
 		return err
 	}
 	defer d.Close()
+	return readInto(m.Backend, d, dir, &m.layout, prefix, arenaViews(&m.layout, m.Params))
+}
+
+// tensorSource is a safetensors file or folder.
+type tensorSource interface {
+	Info(name string) (safetensors.Info, bool)
+	ReadFloat32(name string, dst []float32) error
+}
+
+// readInto reads each tensor i of lay that dst(i) gives a view for (the
+// zero Buf skips it), looked up under prefix+name in src (called where in
+// errors), one at a time through the host.
+func readInto(be Backend, src tensorSource, where string, lay *layout, prefix string, dst func(i int) backend.Buf) error {
 	var host []float32
-	for i, t := range m.layout.tensors {
-		info, ok := d.Info(prefix + t.name)
+	for i, t := range lay.tensors {
+		v := dst(i)
+		if v.Nil() {
+			continue
+		}
+		info, ok := src.Info(prefix + t.name)
 		if !ok {
-			return fmt.Errorf("trainer: %s: %w: %q", dir, safetensors.ErrNotFound, prefix+t.name)
+			return fmt.Errorf("trainer: %s: %w: %q", where, safetensors.ErrNotFound, prefix+t.name)
 		}
 		if !sameShape(info.Shape, t.shape) {
-			return fmt.Errorf("trainer: %s: tensor %q has shape %v, config.json needs %v", dir, prefix+t.name, info.Shape, t.shape)
+			return fmt.Errorf("trainer: %s: tensor %q has shape %v, want %v", where, prefix+t.name, info.Shape, t.shape)
 		}
 		if cap(host) < t.size() {
 			host = make([]float32, t.size())
 		}
-		if err := d.ReadFloat32(prefix+t.name, host[:t.size()]); err != nil {
+		if err := src.ReadFloat32(prefix+t.name, host[:t.size()]); err != nil {
 			return err
 		}
-		m.Backend.Write(m.view(i), host[:t.size()])
+		be.Write(v, host[:t.size()])
 	}
 	return nil
+}
+
+// arenaViews gives readInto the views of lay's tensors in arena.
+func arenaViews(lay *layout, arena backend.Buf) func(int) backend.Buf {
+	return func(i int) backend.Buf { t := lay.tensors[i]; return arena.Slice(t.off, t.size()) }
 }
 
 func sameShape(a, b []int) bool {
@@ -305,13 +358,18 @@ func (m *Model) Save(dir string, dtype safetensors.DType, maxShard int64) error 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.saveLocked(dir, dtype, maxShard)
+}
+
+// saveLocked is Save's work, m.mu held.
+func (m *Model) saveLocked(dir string, dtype safetensors.DType, maxShard int64) error {
 	c := m.Config
 	c.TorchDType = map[safetensors.DType]string{safetensors.F32: "float32", safetensors.F16: "float16", safetensors.BF16: "bfloat16"}[dtype]
 	if err := WriteConfig(dir, c); err != nil {
 		return err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	return safetensors.WriteDir(dir, m.hostTensors(m.Params, dtype, ""), maxShard)
 }
 
@@ -332,6 +390,10 @@ func (m *Model) Close() {
 	defer m.mu.Unlock()
 	m.inf.free(m.Backend)
 	m.rope.free(m.Backend)
+	if m.lora != nil {
+		m.Backend.Free(m.lora.arena)
+		m.lora = nil
+	}
 	if !m.Params.Nil() {
 		m.Backend.Free(m.Params)
 		m.Params = backend.Buf{}

@@ -118,15 +118,9 @@ func (t *Training) Step(o AdamWOptions) (StepStats, error) {
 	if t.pending == 0 {
 		return StepStats{}, ErrNoGradients
 	}
-	if t.mom.Nil() {
-		t.mom, t.mw = t.compactArena()
-		t.vel, t.vw = t.compactArena()
-	}
 	var ss float64
-	for i, g := range t.gw {
-		if t.trainable[i] {
-			ss += t.be.SumSquares(g)
-		}
+	for _, g := range t.groups() {
+		ss += g.sumSquares(t.be)
 	}
 	st := StepStats{Step: t.step + 1, GradNorm: math.Sqrt(ss)}
 	scale := 1.0
@@ -141,18 +135,9 @@ func (t *Training) Step(o AdamWOptions) (StepStats, error) {
 	}
 	st.LR = o.LR * sched.Factor(t.step)
 	t.step++
-	for i, tn := range t.m.layout.tensors {
-		if !t.trainable[i] {
-			continue
-		}
-		wd := o.WeightDecay
-		if len(tn.shape) < 2 {
-			wd = 0
-		}
-		t.be.AdamW(t.m.view(i), t.gw[i], t.mw[i], t.vw[i], backend.AdamW{LR: st.LR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps,
-			WeightDecay: wd, GradScale: scale, Step: t.step})
+	for _, g := range t.groups() {
+		g.step(t.be, backend.AdamW{LR: st.LR, Beta1: o.Beta1, Beta2: o.Beta2, Eps: o.Eps, WeightDecay: o.WeightDecay, GradScale: scale, Step: t.step})
 	}
-	t.be.Zero(t.grads)
 	t.pending = 0
 	return st, nil
 }
@@ -161,8 +146,8 @@ func (t *Training) Step(o AdamWOptions) (StepStats, error) {
 func (t *Training) ZeroGrad() {
 	t.m.mu.Lock()
 	defer t.m.mu.Unlock()
-	if !t.grads.Nil() {
-		t.be.Zero(t.grads)
+	for _, g := range t.groups() {
+		g.zeroGrads(t.be)
 	}
 	t.pending = 0
 }
@@ -171,12 +156,8 @@ func (t *Training) ZeroGrad() {
 func (t *Training) Close() {
 	t.m.mu.Lock()
 	defer t.m.mu.Unlock()
-	for _, b := range []*backend.Buf{&t.grads, &t.mom, &t.vel} {
-		if !b.Nil() {
-			t.be.Free(*b)
-			*b = backend.Buf{}
-		}
+	for _, g := range t.groups() {
+		g.free(t.be)
 	}
-	t.gw, t.mw, t.vw = nil, nil, nil
 	t.ws.free(t.be)
 }

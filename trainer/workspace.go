@@ -58,6 +58,7 @@ type passBufs struct {
 	// gradients of activations, shared by the layers
 	dx, dh, dqkv, dq, dk, dv, datt, dgu, dact backend.Buf
 	dhn, dhs                                  backend.Buf
+	du                                        backend.Buf // LoRA: [N, widest group's n·Rank]
 }
 
 // carvePass lays out the buffers of a pass over N rows and S scored rows:
@@ -96,6 +97,11 @@ func (t *Training) carvePass(N, S, K, chunk int, kept, grad bool) *passBufs {
 			a.qkv, a.q, a.att, a.lse = take(N*d.W), take(N*d.H*d.D), take(N*d.H*d.D), take(N*d.H)
 			a.gu, a.act = take(N*2*d.F), take(N*d.F)
 			p.k[i], p.v[i] = take(N*d.KV*d.D), take(N*d.KV*d.D)
+			for g := range numGroups {
+				if lo := t.m.lora; lo != nil && lo.width(g) > 0 {
+					a.u[g] = take(N * lo.width(g))
+				}
+			}
 		}
 		p.hs, p.hn, p.rstdF = take(S*d.C), take(S*d.C), take(S)
 		p.logits, p.lse, p.lp, p.ent = take(chunk*d.V), take(chunk), take(chunk*K), take(chunk)
@@ -105,6 +111,9 @@ func (t *Training) carvePass(N, S, K, chunk int, kept, grad bool) *passBufs {
 			p.dq, p.dk, p.dv, p.datt = take(N*d.H*d.D), take(N*d.KV*d.D), take(N*d.KV*d.D), take(N*d.H*d.D)
 			p.dgu, p.dact = take(N*2*d.F), take(N*d.F)
 			p.dhn, p.dhs = take(S*d.C), take(S*d.C)
+			if w := t.m.loraWidth(); w > 0 {
+				p.du = take(N * w)
+			}
 		}
 	})
 	return p

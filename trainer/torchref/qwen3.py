@@ -9,6 +9,7 @@ BF16) with nothing but torch and the standard library.
   qwen3.py bench DIR IN.json              IN: {"prefill": T, "batches": [1, 8], "decode": n,
                                           "prompt": P, "threads": k, "repeat": r}; prints JSON
   qwen3.py train DIR IN.json OUT.st       autograd and torch.optim.AdamW (see train.py)
+  qwen3.py bench-train DIR IN.json        training tokens/s (see train.py)
 """
 import json
 import math
@@ -191,6 +192,9 @@ def main():
     elif cmd == "train":
         import train
         train.cmd_train(model, req, sys.argv[4])
+    elif cmd == "bench-train":
+        import train
+        train.cmd_bench_train(model, req)
     else:
         sys.exit("unknown command " + cmd)
 

@@ -90,6 +90,14 @@ def mean_ce(model, seqs, rows):
     return total / n
 
 
+def full_params(model):
+    """Every parameter tensor by name, the head once when tied."""
+    named = dict(model.w)
+    if model.cfg.get("tie_word_embeddings"):
+        named.pop("lm_head.weight", None)
+    return named
+
+
 def optimizer(named, req):
     decay = [t for _, t in named.items() if t.dim() >= 2]
     plain = [t for _, t in named.items() if t.dim() < 2]
@@ -109,9 +117,7 @@ def cmd_train(model, req, out):
         lora = LoRA(model, ad, lr["r"], lr["alpha"])
         named = lora.named()
     else:
-        named = dict(model.w)
-        if model.cfg.get("tie_word_embeddings"):
-            named.pop("lm_head.weight", None)
+        named = full_params(model)
     for t in named.values():
         t.requires_grad_(True)
     opt = optimizer(named, req)
@@ -132,3 +138,45 @@ def cmd_train(model, req, out):
     res.update({"final." + k: t for k, t in named.items()})
     write_safetensors(out, res)
     print(json.dumps({"losses": losses}))
+
+
+def cmd_bench_train(model, req):
+    import resource
+    torch.set_num_threads(req.get("threads") or os.cpu_count())
+    B, T, V = req["batch"], req["seq"], model.cfg["vocab_size"]
+    g = torch.Generator().manual_seed(0)
+    lr = req.get("lora")
+    if lr:
+        ad = {}
+        for i in range(model.L):
+            for proj in lr["targets"]:
+                mod = "model.layers.%d.%s.%s" % (i, PROJ[proj], proj)
+                w = model.w[mod + ".weight"]
+                ad["base_model.model." + mod + ".lora_A.weight"] = torch.randn(lr["r"], w.shape[1], generator=g) * 0.01
+                ad["base_model.model." + mod + ".lora_B.weight"] = torch.zeros(w.shape[0], lr["r"])
+        named = LoRA(model, ad, lr["r"], lr["alpha"]).named()
+    else:
+        named = full_params(model)
+    for t in named.values():
+        t.requires_grad_(True)
+    opt = optimizer(named, {"weight_decay": 0.0})
+    for grp in opt.param_groups:
+        grp["lr"] = 1e-5
+    data = torch.randint(0, V, (B, T), generator=g)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        logits = model.forward(data, model.new_cache(), 0)
+        loss = F.cross_entropy(logits[:, :-1].reshape(-1, V), data[:, 1:].reshape(-1))
+        loss.backward()
+        opt.step()
+
+    step()  # warm-up: allocations, the optimizer's state
+    best = math.inf
+    for _ in range(req.get("steps", 3)):
+        t0 = time.perf_counter()
+        step()
+        best = min(best, time.perf_counter() - t0)
+    print(json.dumps({"tokens_per_s": B * T / best, "step_s": best, "torch": torch.__version__,
+                      "threads": torch.get_num_threads(),
+                      "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
