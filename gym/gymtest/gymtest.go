@@ -14,8 +14,9 @@
 //		Actions: []gym.Action{gym.TextAction("touch f"), gym.TextAction("ls")}})
 //
 // For every case CheckKind runs real Sessions on a private gym.Manager that
-// records into a Memory, and reports every broken rule with t.Errorf (or
-// t.Fatalf where going on makes no sense):
+// records into a Memory (CheckKindSettings gives that Manager the kind's
+// settings), and reports every broken rule with t.Errorf (or t.Fatalf where
+// going on makes no sense):
 //
 //   - the Spec is well formed: its name is the kind's and carries a version
 //     ("name-vN"), it has a description, both schemas are present and
@@ -116,6 +117,14 @@ func (m *Memory) Session(id string) []gym.Event {
 // package doc for what it checks.
 func CheckKind(t testing.TB, kind string, cases ...Case) {
 	t.Helper()
+	CheckKindSettings(t, kind, nil, cases...)
+}
+
+// CheckKindSettings is CheckKind on Managers that configure the kind with
+// settings (gym.Config.Settings), for a kind whose checks need one: a web
+// page's clock far beyond the checks' work, say.
+func CheckKindSettings(t testing.TB, kind string, settings gym.Settings, cases ...Case) {
+	t.Helper()
 	spec, action, observation, ok := checkSpec(t, kind)
 	if !ok {
 		return
@@ -135,7 +144,7 @@ func CheckKind(t testing.TB, kind string, cases ...Case) {
 	}
 	bad := badActions(action)
 	for i, c := range cases {
-		ck := &checker{t: t, kind: kind, observation: observation, bad: bad}
+		ck := &checker{t: t, kind: kind, settings: settings, observation: observation, bad: bad}
 		ck.run(i, c)
 	}
 }
@@ -267,6 +276,7 @@ func badActions(schema *gym.Schema) []gym.Action {
 type checker struct {
 	t           testing.TB
 	kind        string
+	settings    gym.Settings // the Managers'
 	observation *gym.Schema
 	bad         []gym.Action
 	prefix      string
@@ -324,7 +334,7 @@ func (c *checker) run(i int, cs Case) {
 	}
 
 	mem := &Memory{}
-	m := gym.NewManager(gym.Config{Recorder: mem, Logger: slog.New(slog.NewTextHandler(tbWriter{t}, nil))})
+	m := gym.NewManager(gym.Config{Recorder: mem, Settings: c.settings, Logger: slog.New(slog.NewTextHandler(tbWriter{t}, nil))})
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), time.Minute)
 		defer cancel()

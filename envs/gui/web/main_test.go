@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"maps"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -34,13 +36,23 @@ func needBrowser(t testing.TB) {
 	}
 }
 
-// newManager returns a manager with settings, shut down when the test
-// ends.
+// testSettings are settings with what every test's kind is configured
+// with: a page clock (web.episode_ms) far beyond any test's work, so that
+// no test races the built-in pages' clock on a loaded machine. The tests'
+// own pages run on a clock the tests advance (advanceClock).
+func testSettings(settings gym.Settings) gym.Settings {
+	out := gym.Settings{SettingEpisodeMS: strconv.Itoa(MaxEpisodeMS)}
+	maps.Copy(out, settings)
+	return out
+}
+
+// newManager returns a manager with settings (over testSettings), shut
+// down when the test ends.
 func newManager(t testing.TB, settings gym.Settings) (*gym.Manager, *gymtest.Memory) {
 	t.Helper()
 	needBrowser(t)
 	mem := &gymtest.Memory{}
-	m := gym.NewManager(gym.Config{Recorder: mem, Settings: settings})
+	m := gym.NewManager(gym.Config{Recorder: mem, Settings: testSettings(settings)})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -49,6 +61,51 @@ func newManager(t testing.TB, settings gym.Settings) (*gym.Manager, *gymtest.Mem
 		}
 	})
 	return m, mem
+}
+
+// newEnv returns an Env of a Kind of its own, configured with settings
+// (over testSettings), for a test that reaches into its page; Cleanup
+// closes both.
+func newEnv(t testing.TB, settings gym.Settings) *Env {
+	t.Helper()
+	needBrowser(t)
+	k := &Kind{}
+	if err := k.Configure(t.Context(), testSettings(settings)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := k.Shutdown(ctx); err != nil {
+			t.Errorf("kind shutdown: %v", err)
+		}
+	})
+	env, err := k.New(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Close(context.Background()) })
+	return env.(*Env)
+}
+
+// advanceClock moves the clock of one of the tests' own pages on by ms
+// (core.clock in testdata/html/core/core.js), running the page's timers
+// that fall due: its episode's time limit, its delays.
+func advanceClock(t testing.TB, e *Env, ms int) {
+	t.Helper()
+	if err := e.page.Eval(t.Context(), fmt.Sprintf("core.clock.advance(%d)", ms), nil); err != nil {
+		t.Fatalf("advancing the page's clock: %v", err)
+	}
+}
+
+// stepEnv steps an Env directly.
+func stepEnv(t testing.TB, e *Env, a gym.Action) gym.Transition {
+	t.Helper()
+	tr, err := e.Step(t.Context(), a)
+	if err != nil {
+		t.Fatalf("step %+v: %v", a, err)
+	}
+	return tr
 }
 
 // testdataDir is the MiniWoB++-shaped folder of the tests' own pages.

@@ -22,10 +22,10 @@ func TestConformance(t *testing.T) {
 	needBrowser(t)
 	// The built-in tasks with generated actions (a tool call the kind
 	// does not know, which is a recoverable mistake, and a wait).
-	gymtest.CheckKind(t, KindName)
+	gymtest.CheckKindSettings(t, KindName, testSettings(nil))
 	// The tests' own page, through every kind of action.
 	x, y := 20, 70
-	gymtest.CheckKind(t, KindName, gymtest.Case{Task: testTask(t, "test-click"), Seed: 3, Actions: []gym.Action{
+	gymtest.CheckKindSettings(t, KindName, testSettings(nil), gymtest.Case{Task: testTask(t, "test-click"), Seed: 3, Actions: []gym.Action{
 		guiAction(gym.GUIAction{Action: "move", X: &x, Y: &y}),
 		guiAction(gym.GUIAction{Action: "scroll", DY: 40}),
 		at("click", 30, 100),
@@ -79,17 +79,12 @@ func TestContract(t *testing.T) {
 		t.Errorf("8 seeds gave one instruction: %v", seen)
 	}
 
-	// A click on the wrong button: -1, the page's reason. The episode
-	// starts again first: the creates above may have outlasted the page's
-	// clock on a loaded machine.
+	// A click on the wrong button: -1, the page's reason. (The page's
+	// clock is the test's: the creates above took none of its time.)
 	want := strings.TrimSuffix(strings.TrimPrefix(instr, "Click "), ".")
 	wrong := "B1"
 	if want == "B1" {
 		wrong = "B2"
-	}
-	res, err := s.Reset(t.Context(), nil, 7, gym.Options{"elements": true})
-	if err != nil {
-		t.Fatal(err)
 	}
 	b := element(t, res.Info, wrong)
 	r := step(t, s, at("click", b.X+b.W/2, b.Y+b.H/2))
@@ -211,62 +206,70 @@ func TestMistakes(t *testing.T) {
 
 // TestTimeLimits: the page's clock ends the episode with -1 while the
 // agent thinks, and the next action is not applied; a page whose clock
-// is broken is cut off by the env.
+// is broken is cut off by the env. The test drives the Env itself, to move
+// the page's clock on (advanceClock) between its steps.
 func TestTimeLimits(t *testing.T) {
-	m, _ := newManager(t, nil)
-	s, res := create(t, m, testTask(t, "test-click"), 4, gym.Options{"episode_ms": 1000, "elements": true})
-	if res.Info["episode_ms"] != int64(1000) {
-		t.Errorf("episode_ms %v", res.Info["episode_ms"])
+	e := newEnv(t, nil)
+	task := testTask(t, "test-click")
+	_, info, err := e.Reset(t.Context(), task, 4, gym.Options{"episode_ms": 1000, "elements": true})
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The agent idles past the limit (the env's own cut-off comes a
-	// second later).
-	time.Sleep(1400 * time.Millisecond)
+	if info["episode_ms"] != int64(1000) {
+		t.Errorf("episode_ms %v", info["episode_ms"])
+	}
+	// The agent thinks past the limit (the env's own cut-off, a second
+	// later by the real clock, comes after the page's end in a step).
+	advanceClock(t, e, 1400)
 	// A click where the START cover now is would restart the page's
 	// episode; it must not be applied.
-	r := step(t, s, at("click", 80, 100))
+	r := stepEnv(t, e, at("click", 80, 100))
 	if !r.Terminated || r.Reward != -1 || r.Info[infoReason] != "timed out" || r.Info[infoEndedBy] != "page" {
 		t.Errorf("after the page's time: terminated %v reward %v info %v; want -1, timed out, by the page", r.Terminated, r.Reward, r.Info)
 	}
 
 	// The page ends the episode 150 ms after a click: a later step sees
 	// it.
-	res2, err := s.Reset(t.Context(), nil, 4, gym.Options{"elements": true})
+	_, info, err = e.Reset(t.Context(), task, 4, gym.Options{"elements": true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r = step(t, s, guiAction(gym.GUIAction{Action: "click_element", Ref: element(t, res2.Info, "Later").Ref}))
+	r = stepEnv(t, e, guiAction(gym.GUIAction{Action: "click_element", Ref: element(t, info, "Later").Ref}))
 	if r.Terminated {
 		t.Fatalf("the delayed end came at once: %v", r.Info)
 	}
-	r = waitSteps(t, s)
-	if !r.Terminated || r.Reward != 1 || r.Info[infoReason] != "later" {
+	advanceClock(t, e, 200)
+	r = stepEnv(t, e, guiAction(gym.GUIAction{Action: "wait", Ms: 50}))
+	if !r.Terminated || r.Reward != 1 || r.Info[infoReason] != "later" || r.Info[infoEndedBy] != "page" {
 		t.Errorf("after the page's delayed end: terminated %v reward %v info %v", r.Terminated, r.Reward, r.Info)
 	}
 
-	// A broken clock: the env cuts the episode off.
-	res3, err := s.Reset(t.Context(), nil, 4, gym.Options{"episode_ms": 1000, "elements": true})
+	// A broken clock: the page's limit passes without an end, and the env
+	// cuts the episode off.
+	_, info, err = e.Reset(t.Context(), task, 4, gym.Options{"episode_ms": 1000, "elements": true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	step(t, s, guiAction(gym.GUIAction{Action: "click_element", Ref: element(t, res3.Info, "Stop").Ref}))
-	r = waitSteps(t, s)
+	stepEnv(t, e, guiAction(gym.GUIAction{Action: "click_element", Ref: element(t, info, "Stop").Ref}))
+	advanceClock(t, e, 1400)
+	r = waitSteps(t, e)
 	if r.Terminated || !r.Truncated || r.Info["truncated_by"] != "page_time_limit" {
 		t.Errorf("past the time limit with a broken page clock: terminated %v truncated %v info %v", r.Terminated, r.Truncated, r.Info)
 	}
 }
 
-// waitSteps sends wait actions until the episode ends (within 20 s), and
-// returns the last step.
-func waitSteps(t *testing.T, s *gym.Session) gym.StepResult {
+// waitSteps sends wait actions until the episode ends (within a minute, far
+// beyond the env's cut-off), and returns the last step.
+func waitSteps(t *testing.T, e *Env) gym.Transition {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
-		r := step(t, s, guiAction(gym.GUIAction{Action: "wait", Ms: 50}))
+		r := stepEnv(t, e, guiAction(gym.GUIAction{Action: "wait", Ms: 50}))
 		if r.Terminated || r.Truncated {
 			return r
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the episode has not ended after 20s: %v", r.Info)
+			t.Fatalf("the episode has not ended after a minute: %v", r.Info)
 		}
 	}
 }
@@ -280,9 +283,16 @@ func TestBrowserKilled(t *testing.T) {
 	if len(pids) == 0 {
 		t.Fatal("no browser is running")
 	}
+	crashed := registered.Stats().Crashed
 	for _, pid := range pids {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
+		}
+	}
+	// The browser dies, and the pool sees it, in their own time.
+	for deadline := time.Now().Add(time.Minute); registered.Stats().Crashed < crashed+len(pids); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool has not seen its browsers die after a minute: %+v", registered.Stats())
 		}
 	}
 	r, err := s.Step(t.Context(), "", at("click", 10, 10))

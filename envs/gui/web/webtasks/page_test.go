@@ -10,6 +10,7 @@ import (
 
 	"github.com/nextstate-rl/nextstate/envs/gui"
 	"github.com/nextstate-rl/nextstate/envs/gui/browser"
+	"github.com/nextstate-rl/nextstate/envs/gui/web"
 	"github.com/nextstate-rl/nextstate/envs/gui/web/webtasks"
 )
 
@@ -107,8 +108,10 @@ func TestCoreContract(t *testing.T) {
 	if w := eval[wob](t, p, readWOB); w.Done || w.Cover != "block" || w.Episode != 0 {
 		t.Errorf("before the first episode: %+v", w)
 	}
-	// startEpisodeReal builds the problem and hides the cover.
-	utter := eval[string](t, p, "Math.seedrandom(3); core.startEpisodeReal(); core.getUtterance()")
+	// startEpisodeReal builds the problem and hides the cover. (The time
+	// limits here are far beyond the test's work, or the test holds
+	// Date.now, or it waits for the end: no check races the page's clock.)
+	utter := eval[string](t, p, farLimit+"Math.seedrandom(3); core.startEpisodeReal(); core.getUtterance()")
 	if utter == "" || utter != eval[string](t, p, "document.getElementById('query').textContent.replace(/\\s+/g, ' ').trim()") {
 		t.Errorf("utterance %q does not match #query", utter)
 	}
@@ -116,7 +119,11 @@ func TestCoreContract(t *testing.T) {
 		t.Errorf("during an episode: %+v", w)
 	}
 	// A success 250 ms into a 1 s episode is worth 1 raw and at most 0.75.
-	w := eval[wob](t, p, "core.EPISODE_MAX_TIME = 1000; core.episodeStart = Date.now() - 250; core.endEpisode(1, true, 'ok'); "+readWOB)
+	w := eval[wob](t, p, `(() => {
+      const now = Date.now, t0 = now();
+      Date.now = () => t0;
+      try { core.EPISODE_MAX_TIME = 1000; core.episodeStart = t0 - 250; core.endEpisode(1, true, 'ok'); } finally { Date.now = now; }
+      return `+readWOB+`; })()`)
 	if !w.Done || w.Raw != 1 || w.Reward <= 0 || w.Reward > 0.75 || w.Reason != "ok" || w.Episode != 1 || w.Cover != "block" {
 		t.Errorf("after endEpisode(1, true, 'ok') at a quarter of the time: %+v", w)
 	}
@@ -140,6 +147,11 @@ func TestCoreContract(t *testing.T) {
 		t.Errorf("a new episode kept the last one's globals: %+v", w)
 	}
 }
+
+// farLimit sets a page's time limit far beyond a test's work, so that no
+// test races the page's clock on a loaded machine (web-v1's tests set the
+// setting web.episode_ms to the same).
+var farLimit = fmt.Sprintf("core.EPISODE_MAX_TIME = %d; ", web.MaxEpisodeMS)
 
 // problemScript starts an episode with a seed and returns its instruction
 // and the text of #area.
@@ -214,13 +226,13 @@ func TestPagesDeterministicAndInFrame(t *testing.T) {
 	}
 }
 
-// drive plays a policy on an open page, from a fresh episode of seed, as a
-// kind would: list the elements, act, read the globals, until the episode
-// ends, the policy says done, or the task's step limit. It returns the
-// globals and the instruction.
+// drive plays a policy on an open page, from a fresh episode of seed with
+// a time limit far beyond its work, as a kind would: list the elements,
+// act, read the globals, until the episode ends, the policy says done, or
+// the task's step limit. It returns the globals and the instruction.
 func drive(t *testing.T, p *browser.Page, task webtasks.Task, seed int, play policy) (wob, string) {
 	t.Helper()
-	instr := eval[string](t, p, fmt.Sprintf("Math.seedrandom(%d); core.startEpisodeReal(); core.getUtterance()", seed))
+	instr := eval[string](t, p, farLimit+fmt.Sprintf("Math.seedrandom(%d); core.startEpisodeReal(); core.getUtterance()", seed))
 	var w wob
 	for step := 0; step < task.MaxSteps; step++ {
 		els, err := p.Elements(t.Context())

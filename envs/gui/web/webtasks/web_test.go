@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -32,13 +33,15 @@ func TestMain(m *testing.M) {
 }
 
 // newManager returns a manager shut down (its browsers closed) when the
-// test ends, or skips the test when there is no browser.
+// test ends, or skips the test when there is no browser. Its pages' time
+// limit (web.episode_ms) is far beyond a test's work, so that no test races
+// a page's clock on a loaded machine.
 func newManager(t *testing.T) *gym.Manager {
 	t.Helper()
 	if err := browser.Available(""); err != nil {
 		t.Skipf("no browser: %v", err)
 	}
-	m := gym.NewManager(gym.Config{})
+	m := gym.NewManager(gym.Config{Settings: gym.Settings{web.SettingEpisodeMS: strconv.Itoa(web.MaxEpisodeMS)}})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

@@ -3,6 +3,12 @@
 // core.startEpisodeReal, core.endEpisode, core.getUtterance,
 // core.EPISODE_MAX_TIME, WOB_*), and, as in MiniWoB++, a START cover that
 // restarts the episode when clicked after the episode ended.
+//
+// Unlike MiniWoB++'s, its timers (the episode's time limit, a page's own
+// delays) run on core.clock, which only the tests advance
+// (core.clock.advance(ms), from the env's page): time passes on the page
+// when a test says so, so no test races the page's clock on a loaded
+// machine. The time discount reads the real time, as MiniWoB++'s does.
 var core = {};
 var WOB_REWARD_GLOBAL = 0;
 var WOB_RAW_REWARD_GLOBAL = 0;
@@ -26,6 +32,29 @@ Math.seedrandom = function (seed) {
 };
 core.randi = function (min, max) { return Math.floor(Math.random() * (max - min) + min); };
 
+// The tests' clock: set(fn, ms) runs fn once advance has moved now ms on;
+// clear(timer) cancels it.
+core.clock = {
+  now: 0,
+  timers: [],
+  set: function (fn, ms) { var t = {at: this.now + ms, fn: fn}; this.timers.push(t); return t; },
+  clear: function (t) { var i = this.timers.indexOf(t); if (i >= 0) this.timers.splice(i, 1); },
+  advance: function (ms) {
+    var end = this.now + ms;
+    for (;;) {
+      var next = null;
+      for (var i = 0; i < this.timers.length; i++) {
+        if (this.timers[i].at <= end && (next === null || this.timers[i].at < next.at)) next = this.timers[i];
+      }
+      if (next === null) break;
+      this.clear(next);
+      this.now = next.at;
+      next.fn();
+    }
+    this.now = end;
+  }
+};
+
 core.cover = function () {
   var c = document.getElementById('sync-task-cover');
   if (!c) {
@@ -46,12 +75,12 @@ core.startEpisodeReal = function () {
   WOB_REWARD_REASON = null;
   core.cover().style.display = 'none';
   core.ept0 = new Date().getTime();
-  if (core.EP_TIMER !== null) clearTimeout(core.EP_TIMER);
-  core.EP_TIMER = setTimeout(function () { core.endEpisode(-1, false, 'timed out'); }, core.EPISODE_MAX_TIME);
+  if (core.EP_TIMER !== null) core.clock.clear(core.EP_TIMER);
+  core.EP_TIMER = core.clock.set(function () { core.endEpisode(-1, false, 'timed out'); }, core.EPISODE_MAX_TIME);
 };
 core.endEpisode = function (reward, timeProportional, reason) {
   if (core.EP_TIMER === null) return;
-  clearTimeout(core.EP_TIMER);
+  core.clock.clear(core.EP_TIMER);
   core.EP_TIMER = null;
   WOB_RAW_REWARD_GLOBAL = reward;
   WOB_REWARD_REASON = reason;
