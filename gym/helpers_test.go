@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,6 +96,27 @@ var quiet = slog.New(slog.DiscardHandler)
 
 // newManager returns a manager recording into a Memory, shut down when the
 // test ends.
+// testClock is a clock that stands still until the test moves it on
+// (gym.Config.Now).
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newTestClock() *testClock { return &testClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
+
+func (c *testClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
 func newManager(t testing.TB, cfg gym.Config) (*gym.Manager, *gymtest.Memory) {
 	t.Helper()
 	mem := &gymtest.Memory{}

@@ -36,6 +36,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Settings are passed to kinds that implement Configurer.
 	Settings Settings
+	// Now is the clock of the idle TTL: a session's last activity and the
+	// reaper's cutoff. nil means time.Now; a test gives a clock it moves
+	// on, so that whether a session is idle does not hang on the machine's
+	// speed.
+	Now func() time.Time
 }
 
 // Manager owns the live sessions: it admits them under capacity limits, finds
@@ -65,6 +70,9 @@ func NewManager(cfg Config) *Manager {
 	}
 	if cfg.IdleTTL <= 0 {
 		cfg.IdleTTL = 10 * time.Minute
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.ReapInterval <= 0 {
 		cfg.ReapInterval = max(cfg.IdleTTL/4, 100*time.Millisecond)
@@ -230,7 +238,7 @@ func (m *Manager) admit(s *Session) error {
 		return &CapacityError{Limit: "sessions", Max: m.cfg.MaxSessions, RetryAfter: time.Second}
 	}
 	s.busy = 1
-	s.lastActive = time.Now()
+	s.lastActive = m.cfg.Now()
 	m.sessions[s.ID] = s
 	return nil
 }
@@ -261,14 +269,14 @@ func (m *Manager) enter(s *Session) error {
 		return fmt.Errorf("%w: %s", ErrSessionClosed, s.ID)
 	}
 	s.busy++
-	s.lastActive = time.Now()
+	s.lastActive = m.cfg.Now()
 	return nil
 }
 
 func (m *Manager) leave(s *Session) {
 	m.mu.Lock()
 	s.busy--
-	s.lastActive = time.Now()
+	s.lastActive = m.cfg.Now()
 	m.mu.Unlock()
 }
 
@@ -329,7 +337,7 @@ func (m *Manager) reap() {
 			return
 		case <-t.C:
 		}
-		cutoff := time.Now().Add(-m.cfg.IdleTTL)
+		cutoff := m.cfg.Now().Add(-m.cfg.IdleTTL)
 		var idle []*Session
 		m.mu.Lock()
 		for _, s := range m.sessions {

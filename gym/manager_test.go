@@ -94,7 +94,8 @@ func TestDrain(t *testing.T) {
 }
 
 func TestIdleReaper(t *testing.T) {
-	m, mem := newManager(t, gym.Config{IdleTTL: 20 * time.Millisecond, ReapInterval: 5 * time.Millisecond})
+	clock := newTestClock()
+	m, mem := newManager(t, gym.Config{IdleTTL: time.Minute, ReapInterval: 5 * time.Millisecond, Now: clock.now})
 	entered, gate := make(chan struct{}), make(chan struct{})
 	busy := create(t, m, gym.CreateRequest{Env: scriptName, Options: gym.Options{"entered": entered, "gate": gate}})
 	stepped := make(chan gym.StepResult, 1)
@@ -107,8 +108,10 @@ func TestIdleReaper(t *testing.T) {
 	}()
 	<-entered
 	// idle is created after busy's request began, so when idle is reaped,
-	// busy has been quiet for as long: only its request keeps it.
+	// busy has been quiet for as long: only its request keeps it. The
+	// clock stands still until both are past the idle TTL.
 	idle := create(t, m, gym.CreateRequest{Env: "echo-v1"})
+	clock.advance(2 * time.Minute)
 	waitFor(t, "the idle session to be reaped", func() bool {
 		_, err := m.Get(idle.ID)
 		return errors.Is(err, gym.ErrUnknownSession)
@@ -127,12 +130,14 @@ func TestIdleReaper(t *testing.T) {
 	if res := <-stepped; res.Observation.Text() != "through" {
 		t.Errorf("gated step: %+v", res)
 	}
+	clock.advance(2 * time.Minute)
 	waitFor(t, "the formerly busy session to be reaped once quiet", func() bool { return m.Len() == 0 })
 }
 
 func TestReaperCollectsAbandonedSessions(t *testing.T) {
 	before := runtime.NumGoroutine()
-	m, mem := newManager(t, gym.Config{IdleTTL: 50 * time.Millisecond, ReapInterval: 10 * time.Millisecond})
+	clock := newTestClock()
+	m, mem := newManager(t, gym.Config{IdleTTL: time.Minute, ReapInterval: 10 * time.Millisecond, Now: clock.now})
 	const n = 1000
 	var wg sync.WaitGroup
 	ids := make(chan string, n)
@@ -153,6 +158,7 @@ func TestReaperCollectsAbandonedSessions(t *testing.T) {
 	}
 	wg.Wait()
 	close(ids)
+	clock.advance(2 * time.Minute)
 	waitFor(t, "every abandoned session to be reaped", func() bool { return m.Len() == 0 })
 	for id := range ids {
 		if ev, ok := closedEvent(mem, id); !ok || ev.Reason != gym.CloseIdle {
