@@ -154,7 +154,7 @@ func gymServer(t testing.TB) *client.Client {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, err := client.Dial(ctx, "ws://"+ln.Addr().String(), client.WithLogger(quietLog()))
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 
 func dial(t *testing.T, url string, opts ...client.Opt) *client.Client {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	opts = append([]client.Opt{
 		client.WithReconnect(client.ReconnectPolicy{InitialBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}),

@@ -144,7 +144,7 @@ func TestShellLocalTerminal(t *testing.T) {
 	if err := sh.SendKeys(ctx, "echo $((6*7))x", "Enter"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		scr, err := sh.Screen(ctx)
 		if err != nil {

@@ -241,7 +241,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "goroutines back to baseline", 5*time.Second, func() bool { return runtime.NumGoroutine() <= base })
+	waitFor(t, "goroutines back to baseline", time.Minute, func() bool { return runtime.NumGoroutine() <= base })
 }
 
 // TestOpenReadOnly reads a store another Store has open for writing,
@@ -296,7 +296,7 @@ func TestOpenReadOnly(t *testing.T) {
 	if _, err := r.Events(context.Background(), Filter{}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Events after Close = %v", err)
 	}
-	waitFor(t, "goroutines back to baseline", 5*time.Second, func() bool { return runtime.NumGoroutine() <= base })
+	waitFor(t, "goroutines back to baseline", time.Minute, func() bool { return runtime.NumGoroutine() <= base })
 	// The writer is unaffected.
 	appendT(t, w, stepEv("s1", 1, 3, "c", 1))
 }

@@ -177,7 +177,7 @@ func TestFullQueueWaitsOnContext(t *testing.T) {
 	for i := 2; i <= 3; i++ {
 		go func() { errs <- s.Append(context.Background(), stepEv("s1", 1, i, "", 0)) }()
 	}
-	waitFor(t, "queue full", 5*time.Second, func() bool { return len(s.queue) == 2 })
+	waitFor(t, "queue full", time.Minute, func() bool { return len(s.queue) == 2 })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
@@ -221,10 +221,10 @@ func TestCloseDrainsQueue(t *testing.T) {
 	for i := 1; i < N; i++ {
 		go func() { errs <- s.Append(context.Background(), stepEv("s1", 1, i, "", 0)) }()
 	}
-	waitFor(t, "queued", 5*time.Second, func() bool { return len(s.queue) == N-1 })
+	waitFor(t, "queued", time.Minute, func() bool { return len(s.queue) == N-1 })
 	closed := make(chan error)
 	go func() { closed <- s.Close() }()
-	waitFor(t, "Close to start", 5*time.Second, s.isClosing)
+	waitFor(t, "Close to start", time.Minute, s.isClosing)
 	close(release)
 	if err := <-closed; err != nil {
 		t.Fatal(err)
@@ -265,7 +265,7 @@ func TestBadEventFailsAlone(t *testing.T) {
 		results[i] = make(chan error, 1)
 		go func() { results[i] <- s.Append(context.Background(), resetEv(sess, 1)) }()
 	}
-	waitFor(t, "batch queued", 5*time.Second, func() bool { return len(s.queue) == len(sessions) })
+	waitFor(t, "batch queued", time.Minute, func() bool { return len(s.queue) == len(sessions) })
 	close(release)
 	if err := <-errs; err != nil {
 		t.Fatal(err)

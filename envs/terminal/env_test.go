@@ -369,7 +369,7 @@ func TestKilledSandboxIsInfraFailure(t *testing.T) {
 			}
 			syscall.Kill(-pf.PGID, syscall.SIGKILL)
 			// Wait until it is gone: the kill is asynchronous.
-			deadline := time.Now().Add(10 * time.Second)
+			deadline := time.Now().Add(time.Minute)
 			for syscall.Kill(pf.PID1, 0) == nil && time.Now().Before(deadline) {
 				time.Sleep(5 * time.Millisecond)
 			}
@@ -409,7 +409,9 @@ func TestKilledSandboxIsInfraFailure(t *testing.T) {
 }
 
 // A test run that outlives the task's test timeout scores what it printed:
-// nothing, so 0, with the timeout in the info.
+// nothing, so 0, with the timeout in the info. The run would sleep for
+// longer than the step may take (10 min): one not cut at its timeout would
+// end the step truncated, not terminated.
 func TestTestTimeout(t *testing.T) {
 	h := newHarness(t)
 	files := map[string]string{}
@@ -417,18 +419,14 @@ func TestTestTimeout(t *testing.T) {
 		files[k] = v
 	}
 	files["task.yaml"] = "instruction: wait\nmax_test_timeout_sec: 1\n"
-	files["run-tests.sh"] = "#!/bin/bash\nsleep 30\n"
+	files["run-tests.sh"] = "#!/bin/bash\nsleep 86400\n"
 	s, _ := h.create(writeTask(t, files), nil)
-	start := time.Now()
 	res := h.step(s, submit)
 	if res.Reward != 0 || !res.Terminated {
-		t.Errorf("reward %v terminated %v", res.Reward, res.Terminated)
+		t.Errorf("reward %v terminated %v: the test run was not cut at its timeout", res.Reward, res.Terminated)
 	}
 	if v := h.verdict(s); v["timed_out"] != true {
 		t.Errorf("verdict %v", v)
-	}
-	if d := time.Since(start); d > 20*time.Second {
-		t.Errorf("the test run was not cut at its timeout: %v", d)
 	}
 }
 

@@ -52,7 +52,7 @@ func TestMain(m *testing.M) {
 // after the tests, polling briefly for processes that are being reaped.
 func leaks() error {
 	var last error
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if last = leaksNow(); last == nil {
 			return nil
 		}
@@ -344,7 +344,7 @@ func TestReapOwnAtOpen(t *testing.T) {
 
 func waitInvalid(t *testing.T, sb sandbox.Sandbox) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for sb.(*bwrap.Sandbox).IsValid() {
 		if time.Now().After(deadline) {
 			t.Fatal("orphan still runs after it was reaped")
@@ -547,7 +547,7 @@ func TestReapEndedOwnerKillsGroup(t *testing.T) {
 	select {
 	case err := <-waited:
 		waited <- err
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Errorf("the ended owner's process group still runs")
 	}
 }
@@ -588,7 +588,7 @@ func TestDiesWithParent(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for syscall.Kill(pid1, 0) == nil {
 		if time.Now().After(deadline) {
 			t.Fatalf("sandbox pid 1 %d outlived its server", pid1)

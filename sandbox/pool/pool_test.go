@@ -98,10 +98,10 @@ func (s *fakeSB) label(k string) string {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("waited 10s for %s", what)
+			t.Fatalf("waited a minute for %s", what)
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -101,10 +101,10 @@ func sameImage(a image.Image, b *image.RGBA) bool {
 
 // catApp is xterm running cat into out.txt; it touches cat.done when cat
 // has ended (at ctrl+d), which catDone, the start of an evaluator, waits
-// for (at most 10 s).
+// for (at most 25 s, within the evaluator's 30 s: a loaded machine is slow).
 const (
 	catApp  = "xterm " + xtermFlags + ` -e sh -c 'cat > out.txt; touch cat.done; exec sleep 1000000'`
-	catDone = `for i in $(seq 100); do [ -f cat.done ] && break; sleep 0.1; done; `
+	catDone = `for i in $(seq 250); do [ -f cat.done ] && break; sleep 0.1; done; `
 )
 
 // TestTypeReachesApp: typed text, with characters the keyboard has no key

@@ -290,7 +290,7 @@ func TestReapDeadOwner(t *testing.T) {
 		go func() { done <- cmd.Wait() }()
 		select {
 		case <-done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute):
 			t.Errorf("leftover %d of the dead owner still runs", cmd.Process.Pid)
 		}
 	}

@@ -40,7 +40,7 @@ func ownedHere(owner string) bool {
 
 func leftovers() []string {
 	var out []string
-	deadline := time.Now().Add(5 * time.Second) // killed processes take a moment to go
+	deadline := time.Now().Add(time.Minute) // killed processes take a moment to go, longer on a loaded machine
 	for {
 		out = out[:0]
 		for _, pid := range markedProcs("") {
