@@ -174,7 +174,9 @@ func TestScoreHintSelection(t *testing.T) {
 
 func TestScoreTimeout(t *testing.T) {
 	s := newScriptedJudge(t, nil)
-	j := testJudge(t, s, func(c *JudgeConfig) { c.Timeout = gym.Duration(30 * time.Millisecond); c.Retries = 1 })
+	// A second per call: the hanging calls are cut there, and every attempt
+	// reaches the endpoint long before, however loaded the machine.
+	j := testJudge(t, s, func(c *JudgeConfig) { c.Timeout = gym.Duration(time.Second); c.Retries = 1 })
 	v, err := j.Score(context.Background(), JudgeInput{Action: "ACT_SLOW"})
 	if err != nil {
 		t.Fatal(err)

@@ -135,10 +135,11 @@ func TestTrajectoryWaitsForItsJudges(t *testing.T) {
 		t.Fatalf("samples after the judge answered: %+v", got)
 	}
 
-	// A judge that times out: 50ms per call, no retry.
+	// A judge that times out: 2s per call (far beyond what an answering
+	// call takes, however loaded the machine), no retry.
 	j2 := newScriptedJudge(t)
 	ts2 := startServer(t, withJudge(j2, func(c *SignalsConfig) {
-		c.Judge.Timeout, c.Judge.Retries = gym.Duration(50*time.Millisecond), -1
+		c.Judge.Timeout, c.Judge.Retries = gym.Duration(2*time.Second), -1
 	}))
 	b := ts2.dial()
 	sess2 := b.create(gym.CreateRequest{TaskID: "sig-win"}).Session
