@@ -102,6 +102,7 @@ func (e *RejectError) Unwrap() error { return ErrRejected }
 type builder struct {
 	opts Options
 	log  *slog.Logger
+	spec Spec   // the pair being built (sources completes it)
 	work string // scratch directory, removed at the end
 }
 
@@ -182,9 +183,12 @@ func Build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 	return res, nil
 }
 
+// build runs the phases of Build, each below: the sources, the repository
+// and its diff, the dependencies, the two test runs, the classification and
+// the confirming run; then it puts the instance together.
 func build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 	begin := time.Now()
-	b := &builder{opts: opts, log: opts.Log}
+	b := &builder{opts: opts, log: opts.Log, spec: spec}
 	if _, err := exec.LookPath("git"); err != nil {
 		return nil, errGitNotFound
 	}
@@ -198,198 +202,50 @@ func build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 	b.work = work
 	defer os.RemoveAll(work)
 
-	// The sources.
-	fetchStart := time.Now()
-	var oldTime, newTime time.Time
-	oldDir, newDir := spec.OldDir, spec.NewDir
-	switch {
-	case oldDir != "" || newDir != "":
-		if oldDir == "" || newDir == "" {
-			return nil, errors.New("local directories: give both the OLD and the NEW directory")
-		}
-		for _, d := range []*string{&oldDir, &newDir} {
-			if *d, err = filepath.Abs(*d); err != nil {
-				return nil, err
-			}
-			if _, err := os.Stat(filepath.Join(*d, "go.mod")); err != nil {
-				return nil, fmt.Errorf("%s is not a Go module (no go.mod): %w", *d, err)
-			}
-		}
-		if spec.Module == "" {
-			if spec.Module, err = swe.GoModulePath(filepath.Join(newDir, "go.mod")); err != nil {
-				return nil, err
-			}
-		}
-		if spec.Old == "" {
-			spec.Old = "old"
-		}
-		if spec.New == "" {
-			spec.New = "new"
-		}
-	default:
-		if spec.Module == "" || spec.Old == "" || spec.New == "" {
-			return nil, errors.New("give a module path and two versions (MODULE OLD NEW), or two local directories")
-		}
-		if spec.Old == spec.New {
-			return nil, fmt.Errorf("OLD and NEW are both %s: give two versions", spec.Old)
-		}
-		b.log.Info("downloading", "module", spec.Module, "old", spec.Old, "new", spec.New)
-		oldInfo, err := b.download(ctx, spec.Module, spec.Old)
-		if err != nil {
-			return nil, err
-		}
-		newInfo, err := b.download(ctx, spec.Module, spec.New)
-		if err != nil {
-			return nil, err
-		}
-		oldDir, newDir, oldTime, newTime = oldInfo.Dir, newInfo.Dir, oldInfo.Time, newInfo.Time
-	}
-	id := InstanceID(spec.Module, spec.New)
 	res := &Result{}
-	res.Timings.Fetch = time.Since(fetchStart)
 	t := time.Now()
-
-	// The repository and the diff.
-	repoDir := filepath.Join(opts.Out, id)
-	base, err := b.makeRepo(ctx, repoDir, oldDir, spec.Module+" "+spec.Old, oldTime)
+	src, err := b.sources(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("making the repository of %s %s: %w", spec.Module, spec.Old, err)
+		return nil, err
 	}
-	d, err := b.diffNew(ctx, repoDir, base, newDir)
+	res.Timings.Fetch = time.Since(t)
+	spec = b.spec // sources fills in what local directories leave out
+	id := InstanceID(spec.Module, spec.New)
+
+	t = time.Now()
+	repoDir := filepath.Join(opts.Out, id)
+	base, d, err := b.repoAndDiff(ctx, repoDir, src)
 	if err != nil {
-		return nil, fmt.Errorf("diffing %s..%s: %w", spec.Old, spec.New, err)
+		return nil, err
 	}
 	res.Timings.Repo = time.Since(t)
-	reject := func(format string, args ...any) error {
-		return &RejectError{Spec: spec, Reason: fmt.Sprintf(format, args...)}
-	}
-	if d.TestPatch == "" {
-		return nil, reject("%s changes no *_test.go file and nothing under testdata/", spec.New)
-	}
-	if d.Patch == "" {
-		return nil, reject("%s changes only tests: there is no fix", spec.New)
-	}
 
-	// The dependencies of both sides, into the cache, from scratch copies.
 	t = time.Now()
-	for _, side := range []struct{ name, commit string }{{"old", base}, {"new", ""}} {
-		dir := filepath.Join(work, "deps-"+side.name)
-		if side.commit != "" {
-			err = b.checkout(ctx, repoDir, side.commit, dir)
-		} else {
-			err = copyTree(newDir, dir)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if err := b.prefetch(ctx, dir); err != nil {
-			return nil, fmt.Errorf("fetching the dependencies of %s: %w", side.name, err)
-		}
+	if err := b.dependencies(ctx, repoDir, base, src.newDir); err != nil {
+		return nil, err
 	}
 	res.Timings.Fetch += time.Since(t)
 
-	// The two test runs: (a) base + test_patch, (b) (a) + patch.
-	before := filepath.Join(work, "before")
-	after := filepath.Join(work, "after")
-	for _, dir := range []string{before, after} {
-		if err := b.checkout(ctx, repoDir, base, dir); err != nil {
-			return nil, err
-		}
-		if err := b.apply(ctx, dir, d.TestPatch, "test patch"); err != nil {
-			return nil, err
-		}
-	}
-	if err := b.apply(ctx, after, d.Patch, "patch"); err != nil {
-		return nil, err
-	}
-	pkgs := []string{"./..."}
-	if !opts.AllPackages {
-		pkgs = touchedPackages(after, d.Changed)
-		if len(pkgs) == 0 {
-			return nil, reject("the diff touches no Go package with tests")
-		}
-	}
-	res.Packages = pkgs
-	b.log.Info("testing before the fix", "packages", pkgs)
-	runA, el, err := b.goTest(ctx, before, "", existing(before, pkgs))
+	runs, err := b.testRuns(ctx, repoDir, base, d, &res.Timings)
 	if err != nil {
 		return nil, err
 	}
-	res.Timings.Before = el
-	b.log.Info("testing after the fix", "packages", pkgs)
-	runB, el, err := b.goTest(ctx, after, "", existing(after, pkgs))
-	if err != nil {
-		return nil, err
-	}
-	res.Timings.After = el
-	el, err = b.rerunUnreached(ctx, before, spec.Module, runA, runB)
-	if err != nil {
-		return nil, err
-	}
-	res.Timings.Before += el
-
-	f2p, p2p, stillFailing := classify(runA, runB)
+	res.Packages = runs.pkgs
+	f2p, p2p, stillFailing := classify(runs.a, runs.b)
 	if len(f2p) == 0 {
-		switch {
-		case len(runB.BuildFailures) > 0:
-			pkg := sortedKeys(runB.BuildFailures)[0]
-			return nil, reject("the tests of %s do not build after the fix: %s", pkg, firstLines(runB.BuildFailures[pkg], 3))
-		case len(passing(runB)) == 0:
-			return nil, reject("no test passes after the fix: %s", runSummary(runB))
-		case len(stillFailing) > 0:
-			return nil, reject("the tests that fail before the fix still fail after it: %s", strings.Join(firstN(stillFailing, 10), ", "))
-		default:
-			return nil, reject("no test fails before the fix (every test of %s passes on %s with the new tests)",
-				strings.Join(pkgs, " "), spec.Old)
-		}
+		return nil, b.noFailToPass(runs, stillFailing)
 	}
 
-	// Names as the lists carry them, then the harness-shaped confirmation.
-	funcs, err := swe.GoTestFuncs(after)
-	if err != nil {
-		return nil, err
-	}
-	if more, err := swe.GoTestFuncs(before); err == nil {
-		for name, dirs := range more {
-			for _, dir := range dirs {
-				if !slices.Contains(funcs[name], dir) {
-					funcs[name] = append(funcs[name], dir)
-				}
-			}
-		}
-	}
-	f2pNames := listNames(f2p, funcs)
-	p2pNames := listNames(p2p, funcs)
 	t = time.Now()
-	targets, runPat, err := swe.GoTestTargets(after, append(slices.Clone(f2pNames), p2pNames...))
-	if err != nil {
-		return nil, fmt.Errorf("finding the tests to confirm: %w", err)
-	}
-	runC, _, err := b.goTest(ctx, after, runPat, targets)
+	f2pNames, p2pNames, err := b.confirm(ctx, runs, f2p, p2p)
 	if err != nil {
 		return nil, err
 	}
 	res.Timings.Confirm = time.Since(t)
-	var flaky []string
-	for _, n := range f2pNames {
-		if runC.Status(n) != swe.TestPass {
-			flaky = append(flaky, n)
-		}
-	}
-	if len(flaky) > 0 {
-		return nil, reject("FAIL_TO_PASS tests did not pass again after the fix (flaky?): %s", strings.Join(firstN(flaky, 10), ", "))
-	}
-	p2pNames = slices.DeleteFunc(p2pNames, func(n string) bool {
-		if runC.Status(n) != swe.TestPass {
-			b.log.Warn("dropping a flaky PASS_TO_PASS test", "test", n)
-			return true
-		}
-		return false
-	})
 
 	created := ""
-	if !newTime.IsZero() {
-		created = newTime.UTC().Format(time.RFC3339)
+	if !src.newTime.IsZero() {
+		created = src.newTime.UTC().Format(time.RFC3339)
 	}
 	res.Instance = swe.Instance{
 		InstanceID:       id,
@@ -397,7 +253,7 @@ func build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 		BaseCommit:       base,
 		Patch:            d.Patch,
 		TestPatch:        d.TestPatch,
-		ProblemStatement: problemStatement(spec, d, f2p, runA, before),
+		ProblemStatement: problemStatement(spec, d, f2p, runs.a, runs.before),
 		FailToPass:       f2pNames,
 		PassToPass:       p2pNames,
 		Version:          spec.Old,
@@ -413,6 +269,225 @@ func build(ctx context.Context, spec Spec, opts Options) (*Result, error) {
 	}
 	res.Timings.Total = time.Since(begin)
 	return res, nil
+}
+
+// reject says why the pair yields no valid instance.
+func (b *builder) reject(format string, args ...any) error {
+	return &RejectError{Spec: b.spec, Reason: fmt.Sprintf(format, args...)}
+}
+
+// sourceDirs are the two versions' source trees, and their release times
+// (zero for local directories).
+type sourceDirs struct {
+	oldDir, newDir   string
+	oldTime, newTime time.Time
+}
+
+// sources finds both versions: the local directories of b.spec (its
+// module path read from NEW's go.mod and its versions "old" and "new"
+// where it names none), or the module's two releases, downloaded into the
+// module cache.
+func (b *builder) sources(ctx context.Context) (sourceDirs, error) {
+	spec := &b.spec
+	src := sourceDirs{oldDir: spec.OldDir, newDir: spec.NewDir}
+	var err error
+	if src.oldDir != "" || src.newDir != "" {
+		if src.oldDir == "" || src.newDir == "" {
+			return src, errors.New("local directories: give both the OLD and the NEW directory")
+		}
+		for _, d := range []*string{&src.oldDir, &src.newDir} {
+			if *d, err = filepath.Abs(*d); err != nil {
+				return src, err
+			}
+			if _, err := os.Stat(filepath.Join(*d, "go.mod")); err != nil {
+				return src, fmt.Errorf("%s is not a Go module (no go.mod): %w", *d, err)
+			}
+		}
+		if spec.Module == "" {
+			if spec.Module, err = swe.GoModulePath(filepath.Join(src.newDir, "go.mod")); err != nil {
+				return src, err
+			}
+		}
+		if spec.Old == "" {
+			spec.Old = "old"
+		}
+		if spec.New == "" {
+			spec.New = "new"
+		}
+		return src, nil
+	}
+	if spec.Module == "" || spec.Old == "" || spec.New == "" {
+		return src, errors.New("give a module path and two versions (MODULE OLD NEW), or two local directories")
+	}
+	if spec.Old == spec.New {
+		return src, fmt.Errorf("OLD and NEW are both %s: give two versions", spec.Old)
+	}
+	b.log.Info("downloading", "module", spec.Module, "old", spec.Old, "new", spec.New)
+	oldInfo, err := b.download(ctx, spec.Module, spec.Old)
+	if err != nil {
+		return src, err
+	}
+	newInfo, err := b.download(ctx, spec.Module, spec.New)
+	if err != nil {
+		return src, err
+	}
+	return sourceDirs{oldDir: oldInfo.Dir, newDir: newInfo.Dir, oldTime: oldInfo.Time, newTime: newInfo.Time}, nil
+}
+
+// repoAndDiff commits OLD into a git repository at repoDir (the base
+// commit) and splits the OLD→NEW diff into the test patch and the fix; a
+// pair without either is rejected.
+func (b *builder) repoAndDiff(ctx context.Context, repoDir string, src sourceDirs) (string, diff, error) {
+	spec := b.spec
+	base, err := b.makeRepo(ctx, repoDir, src.oldDir, spec.Module+" "+spec.Old, src.oldTime)
+	if err != nil {
+		return "", diff{}, fmt.Errorf("making the repository of %s %s: %w", spec.Module, spec.Old, err)
+	}
+	d, err := b.diffNew(ctx, repoDir, base, src.newDir)
+	if err != nil {
+		return "", diff{}, fmt.Errorf("diffing %s..%s: %w", spec.Old, spec.New, err)
+	}
+	if d.TestPatch == "" {
+		return "", diff{}, b.reject("%s changes no *_test.go file and nothing under testdata/", spec.New)
+	}
+	if d.Patch == "" {
+		return "", diff{}, b.reject("%s changes only tests: there is no fix", spec.New)
+	}
+	return base, d, nil
+}
+
+// dependencies fetches the dependencies of both sides into the module
+// cache, from scratch copies of the base commit and of NEW.
+func (b *builder) dependencies(ctx context.Context, repoDir, base, newDir string) error {
+	for _, side := range []struct{ name, commit string }{{"old", base}, {"new", ""}} {
+		dir := filepath.Join(b.work, "deps-"+side.name)
+		var err error
+		if side.commit != "" {
+			err = b.checkout(ctx, repoDir, side.commit, dir)
+		} else {
+			err = copyTree(newDir, dir)
+		}
+		if err != nil {
+			return err
+		}
+		if err := b.prefetch(ctx, dir); err != nil {
+			return fmt.Errorf("fetching the dependencies of %s: %w", side.name, err)
+		}
+	}
+	return nil
+}
+
+// testRunResult is the two test runs: a on before (base + test_patch), b
+// on after (before + patch), over pkgs.
+type testRunResult struct {
+	before, after string
+	pkgs          []string
+	a, b          *swe.GoTestRun
+}
+
+// testRuns checks out the two trees, (a) base + test_patch and (b) (a) +
+// patch, and runs the tests of the packages the diff touches (all of them
+// with Options.AllPackages) on each; a test binary that died before
+// reaching tests that pass after the fix is run again (rerunUnreached).
+func (b *builder) testRuns(ctx context.Context, repoDir, base string, d diff, tm *Timings) (testRunResult, error) {
+	r := testRunResult{before: filepath.Join(b.work, "before"), after: filepath.Join(b.work, "after")}
+	for _, dir := range []string{r.before, r.after} {
+		if err := b.checkout(ctx, repoDir, base, dir); err != nil {
+			return r, err
+		}
+		if err := b.apply(ctx, dir, d.TestPatch, "test patch"); err != nil {
+			return r, err
+		}
+	}
+	if err := b.apply(ctx, r.after, d.Patch, "patch"); err != nil {
+		return r, err
+	}
+	r.pkgs = []string{"./..."}
+	if !b.opts.AllPackages {
+		r.pkgs = touchedPackages(r.after, d.Changed)
+		if len(r.pkgs) == 0 {
+			return r, b.reject("the diff touches no Go package with tests")
+		}
+	}
+	var err error
+	var el time.Duration
+	b.log.Info("testing before the fix", "packages", r.pkgs)
+	if r.a, el, err = b.goTest(ctx, r.before, "", existing(r.before, r.pkgs)); err != nil {
+		return r, err
+	}
+	tm.Before = el
+	b.log.Info("testing after the fix", "packages", r.pkgs)
+	if r.b, el, err = b.goTest(ctx, r.after, "", existing(r.after, r.pkgs)); err != nil {
+		return r, err
+	}
+	tm.After = el
+	if el, err = b.rerunUnreached(ctx, r.before, b.spec.Module, r.a, r.b); err != nil {
+		return r, err
+	}
+	tm.Before += el
+	return r, nil
+}
+
+// noFailToPass says why no test fails before the fix and passes after it.
+func (b *builder) noFailToPass(r testRunResult, stillFailing []string) error {
+	switch {
+	case len(r.b.BuildFailures) > 0:
+		pkg := sortedKeys(r.b.BuildFailures)[0]
+		return b.reject("the tests of %s do not build after the fix: %s", pkg, firstLines(r.b.BuildFailures[pkg], 3))
+	case len(passing(r.b)) == 0:
+		return b.reject("no test passes after the fix: %s", runSummary(r.b))
+	case len(stillFailing) > 0:
+		return b.reject("the tests that fail before the fix still fail after it: %s", strings.Join(firstN(stillFailing, 10), ", "))
+	}
+	return b.reject("no test fails before the fix (every test of %s passes on %s with the new tests)",
+		strings.Join(r.pkgs, " "), b.spec.Old)
+}
+
+// confirm names the tests as the instance's lists carry them, then runs
+// them the way the harness will, after the fix: a FAIL_TO_PASS test that
+// does not pass again rejects the pair (flaky), a PASS_TO_PASS one is
+// dropped.
+func (b *builder) confirm(ctx context.Context, r testRunResult, f2p, p2p []string) (f2pNames, p2pNames []string, err error) {
+	funcs, err := swe.GoTestFuncs(r.after)
+	if err != nil {
+		return nil, nil, err
+	}
+	if more, err := swe.GoTestFuncs(r.before); err == nil {
+		for name, dirs := range more {
+			for _, dir := range dirs {
+				if !slices.Contains(funcs[name], dir) {
+					funcs[name] = append(funcs[name], dir)
+				}
+			}
+		}
+	}
+	f2pNames = listNames(f2p, funcs)
+	p2pNames = listNames(p2p, funcs)
+	targets, runPat, err := swe.GoTestTargets(r.after, append(slices.Clone(f2pNames), p2pNames...))
+	if err != nil {
+		return nil, nil, fmt.Errorf("finding the tests to confirm: %w", err)
+	}
+	runC, _, err := b.goTest(ctx, r.after, runPat, targets)
+	if err != nil {
+		return nil, nil, err
+	}
+	var flaky []string
+	for _, n := range f2pNames {
+		if runC.Status(n) != swe.TestPass {
+			flaky = append(flaky, n)
+		}
+	}
+	if len(flaky) > 0 {
+		return nil, nil, b.reject("FAIL_TO_PASS tests did not pass again after the fix (flaky?): %s", strings.Join(firstN(flaky, 10), ", "))
+	}
+	p2pNames = slices.DeleteFunc(p2pNames, func(n string) bool {
+		if runC.Status(n) != swe.TestPass {
+			b.log.Warn("dropping a flaky PASS_TO_PASS test", "test", n)
+			return true
+		}
+		return false
+	})
+	return f2pNames, p2pNames, nil
 }
 
 // touchedPackages are the package directories ("./rel") of dir that hold
