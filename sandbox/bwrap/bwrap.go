@@ -314,6 +314,10 @@ func (b *Backend) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbo
 	return b.create(ctx, spec)
 }
 
+// create makes a sandbox in phases: the spec's layout is checked
+// (layoutOf), the state directory and its writable places are made
+// (makePlaces), the limits applied (limitWrap), and the bwrap command line
+// (bwrapArgs) started.
 func (b *Backend) create(ctx context.Context, spec sandbox.Spec) (_ *Sandbox, err error) {
 	b.mu.Lock()
 	closed := b.closed
@@ -321,26 +325,7 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec) (_ *Sandbox, er
 	if closed {
 		return nil, sandbox.ErrClosed
 	}
-	workdir := spec.Workdir
-	if workdir == "" {
-		workdir = "/workspace"
-	}
-	workdir = filepath.Clean(workdir)
-	if !filepath.IsAbs(workdir) || workdir == "/" {
-		return nil, fmt.Errorf("bwrap: Workdir %q must be an absolute path below /", spec.Workdir)
-	}
-	top := strings.Split(workdir, "/")[1]
-	rootDir := "/"
-	if spec.Image != "" {
-		rootDir = spec.Image
-		if _, err := os.Stat(filepath.Join(rootDir, "bin/sh")); err != nil {
-			return nil, fmt.Errorf("bwrap: image %q is not a rootfs directory with /bin/sh: %w", spec.Image, err)
-		}
-	}
-	if (spec.Image == "" && hostEntries[top]) || top == "proc" || top == "dev" || top == "sys" || top == "run" {
-		return nil, fmt.Errorf("bwrap: Workdir %s lies inside the sandbox's read-only /%s", workdir, top)
-	}
-	binds, err := checkMounts(spec, rootDir, top)
+	lay, err := layoutOf(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -350,7 +335,8 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec) (_ *Sandbox, er
 		b:       b,
 		id:      "bw" + sandbox.RandomID(5),
 		spec:    spec,
-		workdir: workdir,
+		workdir: lay.workdir,
+		binds:   lay.binds,
 		done:    make(chan struct{}),
 	}
 	s.state = filepath.Join(b.dir, b.owner+"_"+s.id)
@@ -363,112 +349,20 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec) (_ *Sandbox, er
 			s.cleanup(context.Background())
 		}
 	}()
-	places := s.state
-	if b.diskErr == nil {
-		places = filepath.Join(s.state, diskDir)
-		if err := os.Mkdir(places, 0o755); err != nil {
-			return nil, fmt.Errorf("bwrap: state directory: %w", err)
-		}
-		if err := mountDisk(places, limits.DiskBytes); err != nil {
-			return nil, err
-		}
-	}
-	s.mounts = []mount{{workdir, filepath.Join(places, "workspace")}}
-	if workdir != "/tmp" {
-		s.mounts = append(s.mounts, mount{"/tmp", filepath.Join(places, "tmp")})
-	}
-	if workdir != "/root" {
-		s.mounts = append(s.mounts, mount{"/root", filepath.Join(places, "root")})
-	}
-	for _, m := range s.mounts {
-		perm := os.FileMode(0o755)
-		if m.inside == "/tmp" {
-			perm = 0o1777
-		}
-		if err := os.Mkdir(m.host, perm); err != nil {
-			return nil, fmt.Errorf("bwrap: state directory: %w", err)
-		}
-		_ = os.Chmod(m.host, perm)
-		if spec.Image != "" && m.inside != "/tmp" {
-			if fi, err := os.Stat(filepath.Join(rootDir, m.inside)); err == nil && fi.IsDir() {
-				if err := copyTree(filepath.Join(rootDir, m.inside), m.host); err != nil {
-					return nil, fmt.Errorf("bwrap: image %s: copy %s: %w", spec.Image, m.inside, err)
-				}
-			}
-		}
+	if err := s.makePlaces(lay.rootDir, limits); err != nil {
+		return nil, err
 	}
 	if err := s.writeLabels(); err != nil {
 		return nil, err
 	}
-
-	// Limits.
-	var wrap []string
-	if b.cg != nil {
-		if s.cg, err = b.cg.create(s.id, b.owner, limits); err != nil {
-			return nil, err
-		}
-		files := s.cg.procsFiles()
-		wrap = append([]string{"/bin/sh", "-c", joinScript, "nextstate-join", strconv.Itoa(len(files))}, files...)
-	} else {
-		wrap = []string{b.prlimit, "--as=" + strconv.FormatInt(limits.MemoryBytes, 10), "--"}
+	if s.wrap, err = s.limitWrap(limits); err != nil {
+		return nil, err
 	}
-	s.wrap = wrap
-
-	// The bwrap command line.
-	args := []string{"--unshare-pid", "--unshare-uts", "--unshare-ipc"}
-	if !spec.Network {
-		args = append(args, "--unshare-net")
+	args, err := s.bwrapArgs(lay)
+	if err != nil {
+		return nil, err
 	}
-	args = append(args, "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-		"--hostname", "sandbox", "--info-fd", "3", "--tmpfs", "/")
-	if spec.Image == "" {
-		sys, err := SystemArgs(b.hide, top)
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, sys...)
-	} else {
-		ents, err := os.ReadDir(rootDir)
-		if err != nil {
-			return nil, fmt.Errorf("bwrap: root %s: %w", rootDir, err)
-		}
-		for _, e := range ents {
-			n := e.Name()
-			if skipImageEntries[n] || n == top {
-				continue
-			}
-			src := filepath.Join(rootDir, n)
-			if e.Type()&os.ModeSymlink != 0 {
-				t, err := os.Readlink(src)
-				if err != nil {
-					continue
-				}
-				args = append(args, "--symlink", t, "/"+n)
-				continue
-			}
-			args = append(args, "--ro-bind", src, "/"+n)
-		}
-	}
-	args = append(args, ProcArgs()...)
-	args = append(args, "--dev", "/dev", "--tmpfs", "/run")
-	for _, m := range s.mounts {
-		args = append(args, "--bind", m.host, m.inside)
-	}
-	s.binds = binds
-	for _, m := range binds {
-		flag := "--bind"
-		if m.ReadOnly {
-			flag = "--ro-bind"
-		}
-		args = append(args, flag, m.Source, m.Target)
-	}
-	// The keeper is the namespace's PID 1 itself (--as-pid-1), so no
-	// process of the sandbox can kill it (see sandbox.KeeperLoop).
-	args = append(args, "--remount-ro", "/", "--chdir", workdir, "--clearenv",
-		"--setenv", "PATH", defaultPath, "--as-pid-1", "--",
-		"bash", "-c", "echo ready; exec >/dev/null 2>&1\n"+sandbox.KeeperLoop)
-
-	if err := s.start(ctx, append(append(wrap, b.bwrap), args...)); err != nil {
+	if err := s.start(ctx, append(append(s.wrap, b.bwrap), args...)); err != nil {
 		return nil, err
 	}
 	b.mu.Lock()
@@ -479,6 +373,145 @@ func (b *Backend) create(ctx context.Context, spec sandbox.Spec) (_ *Sandbox, er
 	b.live[s.id] = s
 	b.mu.Unlock()
 	return s, nil
+}
+
+// layout is where a Spec puts things: its working directory (and that
+// path's top-level entry), the root it reads (the host's "/" or an image
+// rootfs) and its checked Mounts.
+type layout struct {
+	workdir, top, rootDir string
+	binds                 []sandbox.Mount
+}
+
+// layoutOf checks a Spec's Workdir, Image and Mounts.
+func layoutOf(spec sandbox.Spec) (layout, error) {
+	workdir := spec.Workdir
+	if workdir == "" {
+		workdir = "/workspace"
+	}
+	workdir = filepath.Clean(workdir)
+	if !filepath.IsAbs(workdir) || workdir == "/" {
+		return layout{}, fmt.Errorf("bwrap: Workdir %q must be an absolute path below /", spec.Workdir)
+	}
+	lay := layout{workdir: workdir, top: strings.Split(workdir, "/")[1], rootDir: "/"}
+	if spec.Image != "" {
+		lay.rootDir = spec.Image
+		if _, err := os.Stat(filepath.Join(lay.rootDir, "bin/sh")); err != nil {
+			return layout{}, fmt.Errorf("bwrap: image %q is not a rootfs directory with /bin/sh: %w", spec.Image, err)
+		}
+	}
+	switch top := lay.top; {
+	case spec.Image == "" && hostEntries[top], top == "proc", top == "dev", top == "sys", top == "run":
+		return layout{}, fmt.Errorf("bwrap: Workdir %s lies inside the sandbox's read-only /%s", workdir, top)
+	}
+	binds, err := checkMounts(spec, lay.rootDir, lay.top)
+	if err != nil {
+		return layout{}, err
+	}
+	lay.binds = binds
+	return lay, nil
+}
+
+// makePlaces makes the sandbox's writable places in its state directory,
+// in a disk of limits.DiskBytes where the backend can mount one: the
+// working directory, /tmp and /root, the last two unless the working
+// directory is one of them. An image's own /root (or working directory) is
+// copied into its place.
+func (s *Sandbox) makePlaces(rootDir string, limits sandbox.Limits) error {
+	places := s.state
+	if s.b.diskErr == nil {
+		places = filepath.Join(s.state, diskDir)
+		if err := os.Mkdir(places, 0o755); err != nil {
+			return fmt.Errorf("bwrap: state directory: %w", err)
+		}
+		if err := mountDisk(places, limits.DiskBytes); err != nil {
+			return err
+		}
+	}
+	s.mounts = []mount{{s.workdir, filepath.Join(places, "workspace")}}
+	if s.workdir != "/tmp" {
+		s.mounts = append(s.mounts, mount{"/tmp", filepath.Join(places, "tmp")})
+	}
+	if s.workdir != "/root" {
+		s.mounts = append(s.mounts, mount{"/root", filepath.Join(places, "root")})
+	}
+	for _, m := range s.mounts {
+		perm := os.FileMode(0o755)
+		if m.inside == "/tmp" {
+			perm = 0o1777
+		}
+		if err := os.Mkdir(m.host, perm); err != nil {
+			return fmt.Errorf("bwrap: state directory: %w", err)
+		}
+		_ = os.Chmod(m.host, perm)
+		if s.spec.Image != "" && m.inside != "/tmp" {
+			if fi, err := os.Stat(filepath.Join(rootDir, m.inside)); err == nil && fi.IsDir() {
+				if err := copyTree(filepath.Join(rootDir, m.inside), m.host); err != nil {
+					return fmt.Errorf("bwrap: image %s: copy %s: %w", s.spec.Image, m.inside, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// limitWrap returns the argv prefix that applies limits to every process
+// of the sandbox: a shell that joins its cgroups (made here) and execs the
+// rest, or prlimit's address-space cap where there are no cgroups.
+func (s *Sandbox) limitWrap(limits sandbox.Limits) ([]string, error) {
+	b := s.b
+	if b.cg == nil {
+		return []string{b.prlimit, "--as=" + strconv.FormatInt(limits.MemoryBytes, 10), "--"}, nil
+	}
+	var err error
+	if s.cg, err = b.cg.create(s.id, b.owner, limits); err != nil {
+		return nil, err
+	}
+	files := s.cg.procsFiles()
+	return append([]string{"/bin/sh", "-c", joinScript, "nextstate-join", strconv.Itoa(len(files))}, files...), nil
+}
+
+// bwrapArgs is the bwrap command line of the sandbox: the namespaces, the
+// root (the host's system view, or the image rootfs read-only), /proc,
+// /dev and /run, the writable places and the Spec's Mounts, then the
+// keeper.
+func (s *Sandbox) bwrapArgs(lay layout) ([]string, error) {
+	args := []string{"--unshare-pid", "--unshare-uts", "--unshare-ipc"}
+	if !s.spec.Network {
+		args = append(args, "--unshare-net")
+	}
+	args = append(args, "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+		"--hostname", "sandbox", "--info-fd", "3", "--tmpfs", "/")
+	if s.spec.Image == "" {
+		sys, err := SystemArgs(s.b.hide, lay.top)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, sys...)
+	} else {
+		root, err := rootArgs(lay.rootDir, func(n string) bool { return !skipImageEntries[n] && n != lay.top })
+		if err != nil {
+			return nil, fmt.Errorf("bwrap: root %s: %w", lay.rootDir, err)
+		}
+		args = append(args, root...)
+	}
+	args = append(args, ProcArgs()...)
+	args = append(args, "--dev", "/dev", "--tmpfs", "/run")
+	for _, m := range s.mounts {
+		args = append(args, "--bind", m.host, m.inside)
+	}
+	for _, m := range s.binds {
+		flag := "--bind"
+		if m.ReadOnly {
+			flag = "--ro-bind"
+		}
+		args = append(args, flag, m.Source, m.Target)
+	}
+	// The keeper is the namespace's PID 1 itself (--as-pid-1), so no
+	// process of the sandbox can kill it (see sandbox.KeeperLoop).
+	return append(args, "--remount-ro", "/", "--chdir", s.workdir, "--clearenv",
+		"--setenv", "PATH", defaultPath, "--as-pid-1", "--",
+		"bash", "-c", "echo ready; exec >/dev/null 2>&1\n"+sandbox.KeeperLoop), nil
 }
 
 // joinScript puts the shell into the cgroups listed after a count, then

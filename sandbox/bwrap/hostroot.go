@@ -38,25 +38,9 @@ var secretPaths = []string{
 // skipped, one that would hide a whole system directory is an error.
 // skip names top-level entries the caller binds itself.
 func SystemArgs(hide []string, skip ...string) ([]string, error) {
-	ents, err := os.ReadDir("/")
+	args, err := rootArgs("/", func(n string) bool { return systemEntries[n] && !slices.Contains(skip, n) })
 	if err != nil {
 		return nil, fmt.Errorf("bwrap: host root: %w", err)
-	}
-	var args []string
-	for _, e := range ents {
-		n := e.Name()
-		if !systemEntries[n] || slices.Contains(skip, n) {
-			continue
-		}
-		if e.Type()&os.ModeSymlink != 0 {
-			t, err := os.Readlink("/" + n)
-			if err != nil {
-				continue
-			}
-			args = append(args, "--symlink", t, "/"+n)
-			continue
-		}
-		args = append(args, "--ro-bind", "/"+n, "/"+n)
 	}
 	if !slices.Contains(skip, "var") {
 		args = append(args, "--dir", "/var", "--dir", "/var/lib", "--dir", "/var/cache",
@@ -74,6 +58,35 @@ func SystemArgs(hide []string, skip ...string) ([]string, error) {
 	}
 	for _, m := range masks {
 		args = append(args, maskArgs(m)...)
+	}
+	return args, nil
+}
+
+// rootArgs returns the bwrap arguments that put the top-level entries of
+// root that keep accepts at the sandbox's root: a directory (or file)
+// bound read-only, a symbolic link made as the same link. An entry whose
+// link cannot be read is left out.
+func rootArgs(root string, keep func(name string) bool) ([]string, error) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil, err
+	}
+	var args []string
+	for _, e := range ents {
+		n := e.Name()
+		if !keep(n) {
+			continue
+		}
+		src := filepath.Join(root, n)
+		if e.Type()&os.ModeSymlink != 0 {
+			t, err := os.Readlink(src)
+			if err != nil {
+				continue
+			}
+			args = append(args, "--symlink", t, "/"+n)
+			continue
+		}
+		args = append(args, "--ro-bind", src, "/"+n)
 	}
 	return args, nil
 }
