@@ -12,10 +12,12 @@
 // programs; NewShell builds one on Start), copies files in and out as tar
 // streams, and closes. Optional interfaces add capabilities, found by type
 // assertion: Snapshotter (snapshot and restore, for a reset faster than a
-// new sandbox), Killer (every process but the sandbox's keeper ended, as
-// verifiers need), Labeler (labels changed after Create, used by warm pools),
-// Validator (a cheap liveness check, used by warm pools) and Stats
-// (resource use). CappedBuffer keeps output under a cap with
+// new sandbox; TrySnapshot takes one where it can), Killer (every process
+// but the sandbox's keeper ended, as verifiers need), Labeler (labels
+// changed after Create, used by warm pools), Validator (a cheap liveness
+// check, used by warm pools) and Stats (resource use) of sandboxes, and
+// ImageBuilder (a task's image built from its Dockerfile) of backends.
+// CappedBuffer keeps output under a cap with
 // TruncationMarker; NewOwnerID, OwnerAlive, ValidOwner, CheckLabels,
 // MergeLabels and SpecKey are the owner and label helpers backends and
 // pools share. Package sandbox/pool keeps warm sandboxes; package
@@ -312,6 +314,49 @@ type Snapshotter interface {
 type Snapshot interface {
 	// Release frees the snapshot's storage.
 	Release(ctx context.Context) error
+}
+
+// TrySnapshot snapshots sb when it is a Snapshotter, for a later Restore
+// to its present state. It returns a nil Snapshot and no error when sb
+// cannot snapshot (not a Snapshotter, or ErrNoSnapshot): the caller then
+// makes a new sandbox where it would have restored.
+func TrySnapshot(ctx context.Context, sb Sandbox) (Snapshot, error) {
+	sn, ok := sb.(Snapshotter)
+	if !ok {
+		return nil, nil
+	}
+	snap, err := sn.Snapshot(ctx)
+	if errors.Is(err, ErrNoSnapshot) {
+		return nil, nil
+	}
+	return snap, err
+}
+
+// ImageBuilder is implemented by backends whose Spec.Image names an image
+// they can build from a Dockerfile (docker: on every engine it places
+// sandboxes on), so that a task with a Dockerfile gets a sandbox of its
+// own image. A backend without it has its callers bring a task's
+// Dockerfile about another way (terminal-v1 runs its steps in the sandbox
+// under bwrap, whose Spec.Image is a rootfs directory).
+type ImageBuilder interface {
+	// BuildImage builds the image of b and returns its reference, the
+	// Spec.Image of a sandbox made from it. A build of unchanged content
+	// may reuse an earlier one.
+	BuildImage(ctx context.Context, b ImageBuild) (string, error)
+}
+
+// ImageBuild is an image to build.
+type ImageBuild struct {
+	// Dir is the build context, a host directory holding the Dockerfile.
+	Dir string
+	// Name names the image (a task's name).
+	Name string
+	// BaseImage replaces each FROM image the backend does not have; empty
+	// means such a FROM is an error (nothing is pulled).
+	BaseImage string
+	// Exclude lists patterns left out of the build context, as
+	// .dockerignore lines (a task's hidden tests and its solution).
+	Exclude []string
 }
 
 // Labeler is implemented by sandboxes whose labels can change after

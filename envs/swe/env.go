@@ -129,16 +129,11 @@ func (e *Env) build(ctx context.Context, in *Instance) error {
 			return sandboxFault(err)
 		}
 	}
-	if sn, ok := sb.(sandbox.Snapshotter); ok {
-		snap, err := sn.Snapshot(ctx)
-		switch {
-		case err == nil:
-			e.snap = snap
-		case errors.Is(err, sandbox.ErrNoSnapshot):
-		default:
-			return sandboxFault(fmt.Errorf("snapshotting the initial state: %w", err))
-		}
+	snap, err := sandbox.TrySnapshot(ctx, sb)
+	if err != nil {
+		return sandboxFault(fmt.Errorf("snapshotting the initial state: %w", err))
 	}
+	e.snap = snap
 	return nil
 }
 

@@ -82,9 +82,11 @@
 //
 // # Sandboxes
 //
-// With docker, a task's image is built from its Dockerfile
-// (sandbox/image.BuildTask, on every engine of the backend; a FROM image
-// missing from an engine is replaced by the base image). With bwrap, the
+// Where the backend builds images (a sandbox.ImageBuilder: docker, which
+// builds on every engine it places sandboxes on), a task's image is built
+// from its Dockerfile (a FROM image missing from an engine is replaced by
+// the base image), and a task without one gets the base image. With bwrap,
+// which does not, the
 // root is the host's, read-only, and the Dockerfile's WORKDIR, ENV, COPY
 // and RUN steps are applied to the sandbox (see Dockerfile for exactly
 // what holds). Either way, COPY of the task folder itself leaves out

@@ -152,22 +152,18 @@ func (e *Env) build(ctx context.Context) error {
 		return err
 	}
 	e.workdir = workdir
-	if sn, ok := sb.(sandbox.Snapshotter); ok {
-		snap, err := sn.Snapshot(ctx)
-		switch {
-		case err == nil:
-			e.snap = snap
-		case errors.Is(err, sandbox.ErrNoSnapshot):
-		default:
-			return sbopen.Fault(nil, fmt.Errorf("snapshotting the task's initial state: %w", err))
-		}
+	snap, err := sandbox.TrySnapshot(ctx, sb)
+	if err != nil {
+		return sbopen.Fault(nil, fmt.Errorf("snapshotting the task's initial state: %w", err))
 	}
+	e.snap = snap
 	return nil
 }
 
 // prepare creates a sandbox of the current task in its initial state: from
-// the task's image under docker, with its Dockerfile's steps applied under
-// bwrap. It returns the sandbox (also with an error, once it exists: the
+// the task's image where the backend builds images (sandbox.ImageBuilder:
+// docker), else with its Dockerfile's steps applied in the sandbox (bwrap).
+// It returns the sandbox (also with an error, once it exists: the
 // caller closes it) and its working directory. The agent's sandbox is one;
 // the verifier's is another, made the same way after the agent's last
 // action.
@@ -181,14 +177,16 @@ func (e *Env) prepare(ctx context.Context) (sandbox.Sandbox, string, error) {
 		spec.Env = df.Env
 	}
 	var setup []DockerStep
+	ib, builds := e.backend.(sandbox.ImageBuilder)
+	taskImage := builds && df != nil
 	switch {
-	case e.backendName == "docker" && df != nil:
-		img, err := e.kind.image(ctx, e.backend, task, files, e.baseImage)
+	case taskImage:
+		img, err := e.kind.image(ctx, ib, task, files, e.baseImage)
 		if err != nil {
 			return nil, "", gym.InfraFault("task_build", fmt.Errorf("task %s: building its image: %w", task.ID, err))
 		}
 		spec.Image = img
-	case e.backendName == "docker":
+	case builds:
 		spec.Image = e.baseImage
 	case df != nil:
 		setup = df.Steps
@@ -197,7 +195,7 @@ func (e *Env) prepare(ctx context.Context) (sandbox.Sandbox, string, error) {
 	var err error
 	// Task images are one spec each: warming every task's would keep two
 	// containers per task; they are made on demand (and reset by Restore).
-	if e.pool != nil && (e.backendName != "docker" || spec.Image == e.baseImage) {
+	if e.pool != nil && !taskImage {
 		sb, err = e.pool.Acquire(ctx, spec)
 	} else {
 		sb, err = e.backend.Create(ctx, spec)

@@ -2,8 +2,6 @@ package terminal
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,13 +9,7 @@ import (
 
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/sandbox"
-	"github.com/nextstate-rl/nextstate/sandbox/docker"
-	"github.com/nextstate-rl/nextstate/sandbox/image"
 )
-
-// engines is what the docker backend tells about its engines: a task's
-// image must be on every engine a sandbox may be placed on.
-type engines interface{ Engines() []docker.Engine }
 
 // builtImage is one task image, built once per kind configuration.
 type builtImage struct {
@@ -26,15 +18,12 @@ type builtImage struct {
 	err  error
 }
 
-// image returns the docker image of a task, built from its Dockerfile
-// (sandbox/image.BuildTask: the legacy builder, a FROM image missing from
-// the engine replaced by base) on every engine of the backend. Builds are
-// cached by content on the engines, and by task here.
-func (k *Kind) image(ctx context.Context, b sandbox.Backend, task *gym.Task, files fs.FS, base string) (string, error) {
-	eb, ok := b.(engines)
-	if !ok {
-		return "", fmt.Errorf("the %s backend cannot build images", b.Name())
-	}
+// image returns the image of a task, built from its Dockerfile by the
+// backend (sandbox.ImageBuilder; docker builds it on every engine, a FROM
+// image missing there replaced by base), its hidden tests and solution
+// left out of the build context. Builds are cached by content on the
+// engines, and by task here.
+func (k *Kind) image(ctx context.Context, b sandbox.ImageBuilder, task *gym.Task, files fs.FS, base string) (string, error) {
 	key := task.Dir
 	if key == "" {
 		key = "builtin:" + task.ID
@@ -61,16 +50,7 @@ func (k *Kind) image(ctx context.Context, b sandbox.Backend, task *gym.Task, fil
 		if task.Dir == "" {
 			name = task.ID
 		}
-		var errs []error
-		for _, e := range eb.Engines() {
-			ref, err := image.BuildTask(ctx, e.Client, dir, image.TaskOptions{Name: name, BaseImage: base, Exclude: hiddenPaths})
-			if err != nil {
-				errs = append(errs, fmt.Errorf("engine %s: %w", e.Host, err))
-				continue
-			}
-			bi.ref = ref // the same on every engine: it hashes the content
-		}
-		bi.err = errors.Join(errs...)
+		bi.ref, bi.err = b.BuildImage(ctx, sandbox.ImageBuild{Dir: dir, Name: name, BaseImage: base, Exclude: hiddenPaths})
 	})
 	if bi.err != nil {
 		k.images.Delete(key) // try again at the next reset

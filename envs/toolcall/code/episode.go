@@ -355,16 +355,9 @@ func (e *episode) Restart(ctx context.Context, task *gym.Task, _ int64, opts gym
 		if b, err = e.d.newBox(ctx); err != nil {
 			return nil, err
 		}
-		if sn, ok := b.sb.(sandbox.Snapshotter); ok {
-			snap, err := sn.Snapshot(ctx)
-			switch {
-			case err == nil:
-				b.snap = snap
-			case errors.Is(err, sandbox.ErrNoSnapshot):
-			default:
-				release()
-				return nil, sbopen.Fault(nil, fmt.Errorf("snapshotting the sandbox: %w", err))
-			}
+		if b.snap, err = sandbox.TrySnapshot(ctx, b.sb); err != nil {
+			release()
+			return nil, sbopen.Fault(nil, fmt.Errorf("snapshotting the sandbox: %w", err))
 		}
 	}
 	ep := &episode{d: e.d, box: b, task: task, problem: prob, opts: o}
