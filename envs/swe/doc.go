@@ -70,11 +70,15 @@
 // and where the repository is. The reset info's "tools" holds the tool
 // schemas (OpenAI tools shape); "language" is go or python. Actions are
 // tool calls, several per step allowed, each answered by a tool_result in
-// order; a text-only action is one shell_exec per text part.
+// order; a text-only action is one shell_exec per text part. The tools,
+// the step and the sandbox across episodes are terminal-v1's too (package
+// envs/internal/shelltool): calls are checked against the schemas, and a
+// bad call is answered with what was wrong and what the tool takes.
 //
 //   - shell_exec {command, timeout?}: a persistent bash (cd and exports
 //     persist), output capped at 64 KiB, the exit code; default timeout
-//     DefaultCommandTimeout, at most MaxCommandTimeout.
+//     DefaultCommandTimeout (3 min), at most MaxCommandTimeout (15 min),
+//     longer than terminal-v1's since builds and test runs take minutes.
 //   - str_replace_based_edit_tool {command, path, ...}: the editor SWE
 //     agents and Anthropic's models expect (Editor): view (cat -n, a
 //     view_range [start, end] with end -1 for the last line, or a

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nextstate-rl/nextstate/envs/internal/tools"
 	"github.com/nextstate-rl/nextstate/sandbox"
 )
 
@@ -43,17 +44,16 @@ func NewEditor(sb sandbox.Sandbox) *Editor {
 
 // EditError is a mistake of the agent's (a missing file, an old_str that
 // is not unique): the call is answered with it and the episode goes on.
-type EditError struct{ Msg string }
+// It is the tools' *tools.ToolError.
+type EditError = tools.ToolError
 
-func (e *EditError) Error() string { return e.Msg }
-
-func editErr(format string, a ...any) error { return &EditError{fmt.Sprintf(format, a...)} }
+func editErr(format string, a ...any) error { return tools.Errorf(format, a...) }
 
 // Run runs one editor command and returns its answer. An *EditError is the
 // agent's mistake; other errors are the sandbox's.
 func (ed *Editor) Run(ctx context.Context, a EditArgs) (string, error) {
 	if msg := checkEdit(&a); msg != "" {
-		return "", &EditError{msg}
+		return "", &EditError{Message: msg}
 	}
 	p := path.Clean(a.Path)
 	switch a.Command {

@@ -48,7 +48,7 @@ func run(t *testing.T, ed *swe.Editor, a swe.EditArgs) (string, string) {
 	var ee *swe.EditError
 	switch {
 	case errors.As(err, &ee):
-		return "", ee.Msg
+		return "", ee.Message
 	case err != nil:
 		t.Fatalf("%+v: %v", a, err)
 	}

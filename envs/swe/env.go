@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nextstate-rl/nextstate/envs/internal/sbopen"
+	"github.com/nextstate-rl/nextstate/envs/internal/shelltool"
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/sandbox"
 )
@@ -23,10 +24,7 @@ type Env struct {
 	in   *Instance
 	repo *Repo
 
-	sb     sandbox.Sandbox
-	snap   sandbox.Snapshot // the initial state, when sb can snapshot
-	built  string           // the key of what sb was built for
-	shell  sandbox.Shell
+	box    shelltool.Box // the agent's sandbox and shell
 	editor *Editor
 
 	submitted bool
@@ -47,40 +45,12 @@ func (e *Env) Reset(ctx context.Context, task *gym.Task, _ int64, _ gym.Options)
 	if err != nil {
 		return gym.Observation{}, nil, gym.InfraFault("bad_task", err)
 	}
-	old := e.shell
-	e.shell = nil
-	defer func() {
-		if old != nil {
-			old.Close()
-		}
-	}()
 	e.submitted, e.diff, e.diffErr = false, "", ""
-	key := task.ID + "\x00" + task.Dir + "\x00" + string(task.Data)
-	if e.sb != nil && e.built == key && e.snap != nil {
-		if err := e.sb.(sandbox.Snapshotter).Restore(ctx, e.snap); err != nil {
-			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				return gym.Observation{}, nil, err
-			}
-			e.dropSandbox(ctx)
-		}
-	} else {
-		e.dropSandbox(ctx)
-	}
 	e.task, e.in = task, in
-	if e.sb == nil {
-		if err := e.build(ctx, in); err != nil {
-			e.dropSandbox(ctx)
-			return gym.Observation{}, nil, err
-		}
-		e.built = key
+	if err := e.box.Reset(ctx, task, e.build); err != nil {
+		return gym.Observation{}, nil, err
 	}
-	sh, err := sandbox.NewShell(ctx, e.sb)
-	if err != nil {
-		e.dropSandbox(ctx)
-		return gym.Observation{}, nil, sandboxFault(err)
-	}
-	e.shell = sh
-	e.editor = NewEditor(e.sb)
+	e.editor = NewEditor(e.box.SB)
 	instr := task.Instruction
 	if instr == "" {
 		instr = Instruction(in)
@@ -95,135 +65,71 @@ func (e *Env) Reset(ctx context.Context, task *gym.Task, _ int64, _ gym.Options)
 	return gym.TextObservation(instr), info, nil
 }
 
-// build makes the agent's sandbox: the instance's image, the Go toolchain
-// and module cache read-only for Go, the repository copied in; then a
-// snapshot of it when the sandbox can.
-func (e *Env) build(ctx context.Context, in *Instance) error {
+// build makes the agent's sandbox (the box snapshots it): the instance's
+// image, the Go toolchain and module cache read-only for Go, the
+// repository copied in.
+func (e *Env) build(ctx context.Context) (sandbox.Sandbox, error) {
+	in := e.in
 	repo, err := e.harness.Prepare(ctx, in)
 	if err != nil {
-		return gym.InfraFault("bad_task", err)
+		return nil, gym.InfraFault("bad_task", err)
 	}
 	e.repo = repo
 	spec, err := e.harness.AgentSpec(in, repo)
 	if err != nil {
-		return gym.InfraFault("bad_task", fmt.Errorf("instance %s: %w", in.InstanceID, err))
+		return nil, gym.InfraFault("bad_task", fmt.Errorf("instance %s: %w", in.InstanceID, err))
 	}
 	spec.Labels = sandbox.MergeLabels(spec.Labels, map[string]string{"swe.instance": labelValue(in.InstanceID), "swe.role": "agent"})
 	sb, err := e.harness.backend.Create(ctx, spec)
 	if err != nil {
-		return sandboxFault(fmt.Errorf("creating the sandbox: %w", err))
+		return nil, sbopen.Fault(nil, fmt.Errorf("creating the sandbox: %w", err))
 	}
-	e.sb = sb
 	if err := copyRepo(ctx, sb, repo); err != nil {
-		return sandboxFault(err)
+		return sb, sbopen.Fault(nil, err)
 	}
 	// A failed seed makes the agent's first build slow, not the episode
 	// fail.
 	if seed, err := e.harness.Seed(ctx, in, repo); err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return sb, ctx.Err()
 		}
 		slog.Warn("swe: no build cache seed for the agent", "instance", in.InstanceID, "err", err)
 	} else if seed != "" {
 		if err := copySeed(ctx, sb, seed); err != nil {
-			return sandboxFault(err)
+			return sb, sbopen.Fault(nil, err)
 		}
 	}
-	snap, err := sandbox.TrySnapshot(ctx, sb)
-	if err != nil {
-		return sandboxFault(fmt.Errorf("snapshotting the initial state: %w", err))
-	}
-	e.snap = snap
-	return nil
+	return sb, nil
 }
 
 // Step implements gym.Env: each tool call (or text command) runs in order
 // and is answered by one part, a tool_result for a tool call and a text
-// part for a text command. submit terminates the episode (the diff is
-// taken then); calls after it are not run.
+// part for a text command (shelltool.Step). submit terminates the
+// episode (the diff is taken then); calls after it are not run.
 func (e *Env) Step(ctx context.Context, a gym.Action) (gym.Transition, error) {
-	if e.sb == nil || e.shell == nil {
+	if e.box.SB == nil || e.box.Shell == nil {
 		return gym.Transition{}, gym.InfraFault("no_sandbox", errors.New("swe-v1: step before a successful reset"))
 	}
-	calls := parseAction(a)
-	var tr gym.Transition
-	tr.Observation.Parts = []gym.Part{}
-	infos := make([]gym.Info, 0, len(calls))
-	for _, c := range calls {
-		info := gym.Info{"tool": c.Name}
-		var content string
-		isErr := false
-		switch {
-		case tr.Terminated:
-			content, isErr = "not run: submit ended the episode", true
-		case c.Err != "":
-			content, isErr = c.Err, true
-			info["error"] = "bad_call"
-		default:
-			out, err := e.run(ctx, c, info)
-			var ee *EditError
-			switch {
-			case errors.As(err, &ee):
-				content, isErr = ee.Msg, true
-				info["error"] = "tool_failed"
-			case err != nil:
-				return gym.Transition{}, err
-			default:
-				content = out
-			}
-			if c.Name == ToolSubmit {
-				tr.Terminated = true
-			}
-		}
-		infos = append(infos, info)
-		if c.Text {
-			tr.Observation.Parts = append(tr.Observation.Parts, gym.TextPart(content))
-			continue
-		}
-		tr.Observation.Parts = append(tr.Observation.Parts, gym.Part{Type: gym.PartToolResult, ToolResult: &gym.ToolResult{
-			CallID: c.ID, Name: c.Name, Content: content, IsError: isErr}})
-	}
-	if len(calls) == 0 {
-		tr.Observation.Parts = append(tr.Observation.Parts, gym.TextPart(
-			"nothing to do: the action has no tool call or command (tools: "+toolNames()+")"))
-	}
-	tr.Info = gym.Info{"calls": infos}
-	return tr, nil
+	return shelltool.Step(ctx, toolset, a, false, decode, e.run)
 }
 
-// run runs one valid call. An *EditError is the agent's mistake; other
+// run runs one decoded call. An *EditError is the agent's mistake; other
 // errors are the sandbox's (or ctx's).
 func (e *Env) run(ctx context.Context, c call, info gym.Info) (string, error) {
-	start := time.Now()
-	defer func() { info["elapsed_ms"] = time.Since(start).Milliseconds() }()
 	switch c.Name {
 	case ToolExec:
-		timeout := c.Timeout
-		if dl, ok := ctx.Deadline(); ok {
-			if left := time.Until(dl) - 3*sandbox.InterruptGrace - time.Second; left < timeout {
-				timeout = max(left, 100*time.Millisecond)
-			}
-		}
-		r, err := e.shell.Run(ctx, c.Command, timeout)
-		if err != nil {
-			return "", e.toolFault("the shell", err)
-		}
-		info["exit_code"] = r.ExitCode
-		if r.TimedOut {
-			info["timed_out"] = true
-		}
-		return formatExec(r, timeout), nil
+		return e.box.Exec(ctx, c.Command, c.Timeout, info)
 	case ToolEditor:
 		info["command"] = c.Edit.Command
 		out, err := e.editor.Run(ctx, c.Edit)
 		var ee *EditError
 		if err != nil && !errors.As(err, &ee) {
-			return "", e.toolFault("the editor", err)
+			return "", e.box.ToolFault("the editor", err)
 		}
 		return out, err
 	case ToolSubmit:
 		if err := e.takeDiff(ctx); err != nil {
-			return "", e.fault(err)
+			return "", e.box.Fault(err)
 		}
 		info["diff_bytes"] = len(e.diff)
 		files := DiffFiles(e.diff)
@@ -249,16 +155,17 @@ const diffScript = `git add -A >/dev/null && git diff --cached --binary --no-col
 // diffErr: that is the agent's doing. Only a sandbox that died is the
 // infrastructure's (nothing inside can end it: sandbox.KeeperLoop).
 func (e *Env) takeDiff(ctx context.Context) error {
-	if k, ok := e.sb.(sandbox.Killer); ok {
+	sb := e.box.SB
+	if k, ok := sb.(sandbox.Killer); ok {
 		if err := k.KillAll(ctx); err != nil {
 			return err
 		}
 	}
-	r, err := e.sb.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"bash", "-c", diffScript, "diff", e.repo.Commit},
+	r, err := sb.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"bash", "-c", diffScript, "diff", e.repo.Commit},
 		Dir: Workdir, Timeout: 5 * time.Minute, MaxOutput: 64 << 20})
 	if err != nil {
-		if !sbopen.AgentBroke(e.sb, err) {
-			return e.fault(err)
+		if !sbopen.AgentBroke(sb, err) {
+			return e.box.Fault(err)
 		}
 		e.submitted = true
 		e.diff, e.diffErr = "", fmt.Sprintf("the diff could not be taken in the agent's sandbox: %v", err)
@@ -287,7 +194,7 @@ func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 	}
 	if !e.submitted {
 		if err := e.takeDiff(ctx); err != nil {
-			return 0, nil, sandboxFault(err)
+			return 0, nil, sbopen.Fault(nil, err)
 		}
 	}
 	res, err := e.harness.Evaluate(ctx, e.in, e.diff)
@@ -331,90 +238,5 @@ func (r Result) Info() gym.Info {
 	return info
 }
 
-// formatExec renders a command's result: its output, then its exit code.
-func formatExec(r sandbox.ExecResult, timeout time.Duration) string {
-	var b strings.Builder
-	b.Write(r.Stdout)
-	b.Write(r.Stderr)
-	if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
-		b.WriteByte('\n')
-	}
-	if r.TimedOut {
-		fmt.Fprintf(&b, "[timed out after %s: the command was interrupted]\n", timeout.Round(time.Millisecond))
-	}
-	fmt.Fprintf(&b, "[exit code %d]", r.ExitCode)
-	return b.String()
-}
-
-// fault labels an error of the sandbox: one that is no longer valid died.
-func (e *Env) fault(err error) error {
-	if !errors.Is(err, sandbox.ErrGone) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-		if v, ok := e.sb.(sandbox.Validator); ok && !v.IsValid() {
-			err = fmt.Errorf("%w (%w)", sandbox.ErrGone, err)
-		}
-	}
-	return sandboxFault(err)
-}
-
-// toolFault labels an error of a tool: one the agent broke in a live
-// sandbox (sbopen.AgentBroke: its shell, the programs the editor runs) is
-// answered as the call's error (an *EditError) while the episode goes on;
-// a sandbox that died is the infrastructure's.
-func (e *Env) toolFault(what string, err error) error {
-	if sbopen.AgentBroke(e.sb, err) {
-		return &EditError{Msg: what + " is not available: " + err.Error()}
-	}
-	return e.fault(err)
-}
-
-// sandboxFault labels a sandbox error: one that died or was closed is the
-// infrastructure's; a deadline or cancellation passes through for the
-// session to label.
-func sandboxFault(err error) error {
-	var fe *gym.FaultError
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.As(err, &fe):
-		return err
-	case errors.Is(err, sandbox.ErrGone):
-		return gym.InfraFault("sandbox_died", err)
-	case errors.Is(err, sandbox.ErrClosed):
-		return gym.InfraFault("sandbox_closed", err)
-	}
-	return gym.InfraFault("sandbox", err)
-}
-
-// dropSandbox closes the sandbox and its shell and releases its snapshot.
-func (e *Env) dropSandbox(ctx context.Context) {
-	ctx = context.WithoutCancel(ctx)
-	if e.snap != nil {
-		e.snap.Release(ctx)
-		e.snap = nil
-	}
-	if e.sb != nil {
-		e.sb.Close(ctx)
-		e.sb = nil
-	}
-	if e.shell != nil {
-		e.shell.Close()
-		e.shell = nil
-	}
-	e.built = ""
-}
-
 // Close implements gym.Env.
-func (e *Env) Close(ctx context.Context) error {
-	var err error
-	if e.snap != nil {
-		err = e.snap.Release(ctx)
-		e.snap = nil
-	}
-	if e.sb != nil {
-		err = errors.Join(err, e.sb.Close(ctx))
-		e.sb = nil
-	}
-	if e.shell != nil {
-		e.shell.Close()
-		e.shell = nil
-	}
-	return err
-}
+func (e *Env) Close(ctx context.Context) error { return e.box.Close(ctx) }

@@ -1,8 +1,9 @@
 package swe
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/nextstate-rl/nextstate/envs/internal/pytest"
 )
 
 // PytestRun is what one pytest run with -rA reported.
@@ -23,81 +24,35 @@ type PytestRun struct {
 	Summary string
 }
 
-var (
-	pyANSI    = regexp.MustCompile(`\x1b\[[0-9;?]*[a-zA-Z]`)
-	pySection = regexp.MustCompile(`^=+ (.*?) =+$`)
-	pyLine    = regexp.MustCompile(`^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED) (.+)$`)
-)
-
-// ParsePytest reads pytest's output (run with -rA) into per-test results.
-// A failure's node id may not hold " - " (pytest puts the message after
-// it); a pass's may.
+// ParsePytest reads pytest's output (run with -rA) into per-test results,
+// as package envs/internal/pytest reads it (the last summary section; a
+// node id ends after its last "::" part and its parameter brackets).
 func ParsePytest(out string) *PytestRun {
 	r := &PytestRun{Tests: map[string]TestStatus{}}
-	section := ""
+	rep, err := pytest.Parse(out)
+	if err != nil {
+		return r
+	}
+	r.Summary = rep.Summary
 	var errs strings.Builder
-	for _, l := range strings.Split(pyANSI.ReplaceAllString(out, ""), "\n") {
-		l = strings.TrimRight(l, "\r")
-		if m := pySection.FindStringSubmatch(l); m != nil {
-			section = strings.ToLower(m[1])
-			if strings.Contains(section, " in ") && (strings.Contains(section, "passed") || strings.Contains(section, "failed") ||
-				strings.Contains(section, "error") || strings.Contains(section, "skipped") || strings.Contains(section, "no tests ran")) {
-				r.Summary = m[1]
-			}
-			continue
+	for _, l := range strings.SplitAfter(rep.Errors, "\n") {
+		if errs.Len() >= MaxTestOutput {
+			break
 		}
-		if section == "errors" {
-			if errs.Len() < MaxTestOutput {
-				errs.WriteString(l + "\n")
-			}
-			continue
-		}
-		if section != "short test summary info" {
-			continue
-		}
-		m := pyLine.FindStringSubmatch(l)
-		if m == nil {
-			continue
-		}
-		word, rest := m[1], m[2]
-		id := rest
-		if word != "PASSED" {
-			if i := strings.Index(rest, " - "); i >= 0 {
-				id = rest[:i]
-			} else if word == "XPASS" || word == "SKIPPED" {
-				id, _, _ = strings.Cut(rest, " ")
-			}
-		}
-		if word == "SKIPPED" && strings.HasPrefix(rest, "[") {
-			continue // "SKIPPED [1] file:line: reason": no node id
-		}
-		if word == "ERROR" && !strings.Contains(id, "::") {
-			r.Errors = append(r.Errors, rest)
-			continue
-		}
-		var st TestStatus
-		switch word {
-		case "PASSED", "XFAIL":
-			st = TestPass
-		case "SKIPPED":
-			st = TestSkip
-		default:
-			st = TestFail
-		}
-		ids := []string{id}
-		if word == "PASSED" && strings.Contains(rest, " - ") {
-			// A message after a pass (a plugin's report): the id is before
-			// it, unless the id itself holds " - "; both are kept.
-			ids = append(ids, rest[:strings.Index(rest, " - ")])
-		}
-		for _, id := range ids {
-			// A test that passed and then errored in teardown is failed.
-			if old, ok := r.Tests[id]; ok && old == TestFail {
-				continue
-			}
-			r.Tests[id] = st
-		}
+		errs.WriteString(l)
 	}
 	r.ErrorsSection = errs.String()
+	for _, t := range rep.Tests {
+		switch {
+		case t.Status == pytest.StatusError && !strings.Contains(t.Name, "::"):
+			r.Errors = append(r.Errors, strings.TrimSuffix(t.Name+" - "+t.Message, " - "))
+		case t.Status.Passed():
+			r.Tests[t.Name] = TestPass
+		case t.Status == pytest.StatusSkipped:
+			r.Tests[t.Name] = TestSkip
+		default:
+			r.Tests[t.Name] = TestFail
+		}
+	}
 	return r
 }

@@ -6,11 +6,32 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nextstate-rl/nextstate/envs/internal/shelltool"
 	"github.com/nextstate-rl/nextstate/gym"
 )
 
 func tc(name, args string) *gym.ToolCall {
 	return &gym.ToolCall{ID: "c1", Type: "function", Function: gym.FunctionCall{Name: name, Arguments: args}}
+}
+
+// parsed is a call as Step sees it (shelltool.Decode); Err is the
+// message a bad call is answered with.
+type parsed struct {
+	call
+	Err string
+}
+
+func parseAction(a gym.Action) []parsed {
+	calls, bad := shelltool.Decode(toolset, a, false, decode)
+	out := make([]parsed, len(calls))
+	for i := range calls {
+		out[i] = parsed{calls[i], bad[i]}
+	}
+	return out
+}
+
+func parseToolCall(c *gym.ToolCall) parsed {
+	return parseAction(gym.Action{Parts: []gym.Part{{Type: gym.PartToolCall, ToolCall: c}}})[0]
 }
 
 func TestParseToolCall(t *testing.T) {
@@ -19,23 +40,23 @@ func TestParseToolCall(t *testing.T) {
 	}{
 		{"shell_exec", `{"command":"ls"}`, ""},
 		{"shell_exec", `{"command":"ls","timeout":5}`, ""},
-		{"shell_exec", ``, `missing required parameter "command"`},
-		{"shell_exec", `{"command":" "}`, `"command" must be a non-empty string`},
+		{"shell_exec", ``, `missing property 'command'`},
+		{"shell_exec", `{"command":" "}`, `"command" is empty`},
 		{"shell_exec", `{"command":"ls","timeout":-1}`, `"timeout" must be a positive number`},
-		{"shell_exec", `{"command":"ls","cwd":"/"}`, `unknown parameter "cwd"`},
-		{"shell_exec", `{"command":`, `arguments are not one JSON object`},
+		{"shell_exec", `{"command":"ls","cwd":"/"}`, `additional properties 'cwd' not allowed`},
+		{"shell_exec", `{"command":`, `the arguments of shell_exec are not valid JSON`},
 		{"submit", `{}`, ""},
 		{"submit", ``, ""},
-		{"open_file", `{}`, `unknown tool "open_file": the tools are shell_exec, str_replace_based_edit_tool, submit`},
+		{"open_file", `{}`, `unknown tool "open_file". The tools are: shell_exec, str_replace_based_edit_tool, submit`},
 		{ToolEditor, `{"command":"view","path":"/testbed"}`, ""},
-		{ToolEditor, `{"command":"view"}`, `missing required parameter "path"`},
+		{ToolEditor, `{"command":"view"}`, `missing property 'path'`},
 		{ToolEditor, `{"command":"view","path":"/a","view_range":[1]}`, "view_range must be two integers"},
-		{ToolEditor, `{"command":"view","path":"/a","view_range":["1","2"]}`, "cannot unmarshal"},
+		{ToolEditor, `{"command":"view","path":"/a","view_range":["1","2"]}`, "at /view_range/0: got string, want integer"},
 		{ToolEditor, `{"command":"insert","path":"/a","new_str":"x"}`, `parameter "insert_line" is required`},
 		{ToolEditor, `{"command":"create","path":"/a"}`, `parameter "file_text" is required`},
 		{ToolEditor, `{"command":"str_replace","path":"/a","old_str":""}`, "old_str is empty"},
 		{ToolEditor, `{"command":"str_replace","path":"src/a.py","old_str":"x"}`, "did you mean /testbed/src/a.py?"},
-		{ToolEditor, `{"command":"rename","path":"/a"}`, `unknown command "rename"`},
+		{ToolEditor, `{"command":"rename","path":"/a"}`, `at /command: value must be one of 'view', 'create', 'str_replace', 'insert', 'undo_edit'`},
 	} {
 		got := parseToolCall(tc(c.name, c.args))
 		if c.err == "" && got.Err != "" || c.err != "" && !strings.Contains(got.Err, c.err) {

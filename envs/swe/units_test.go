@@ -82,12 +82,13 @@ func TestParsePytest(t *testing.T) {
 		"==================== 1 failed, 2 passed, 1 error in 0.12s =====================\n"
 	r := swe.ParsePytest(out)
 	want := map[string]swe.TestStatus{
-		"tests/test_a.py::test_one": "pass", "tests/test_a.py::test_p[a b": "pass",
+		"tests/test_a.py::test_one":        "pass",
 		"tests/test_a.py::TestK::test_two": "fail", "tests/test_a.py::test_fix": "fail",
 		"tests/test_a.py::test_x": "pass", "tests/test_a.py::test_y": "fail",
 	}
-	// "test_p[a b - c]" holds " - ": a pass is kept under the whole rest of
-	// its line and under what comes before " - ".
+	// "test_p[a b - c]" holds " - " in its parameters: the node id ends
+	// after the brackets, so the pass is kept under the whole id, and not
+	// under what comes before " - " too.
 	want["tests/test_a.py::test_p[a b - c]"] = "pass"
 	if !reflect.DeepEqual(r.Tests, want) {
 		t.Errorf("tests: %v\nwant %v", r.Tests, want)

@@ -30,11 +30,17 @@
 //
 // OpenAITools returns the schemas in the OpenAI "tools" shape; the reset
 // info carries them under "tools", so any chat model can be given them.
+// The tools, the step that runs them and the sandbox across episodes are
+// swe-v1's too (package envs/internal/shelltool), and calls are checked
+// against the schemas as the tool-call kinds' are (envs/internal/tools).
 // A call the schema does not fit (an unknown tool, arguments that are not
-// a JSON object, a missing or mistyped parameter) is the agent's mistake:
-// it is answered with a tool_result whose is_error is set and whose
-// content says what the tool expects; the other calls of the step run.
-// Calls after submit in the same step are not run.
+// a JSON object, a missing or mistyped parameter) or that the tool cannot
+// take (a blank command or path, a timeout that is not positive) is the
+// agent's mistake: it is answered with a tool_result whose is_error is
+// set and whose content says what was wrong and what the tool takes; the
+// other calls of the step run. Calls after submit in the same step are
+// not run. A null parameter is an absent one; timeout and wait may be a
+// duration ("90s"), keys one string.
 //
 // A plain text part is a shell_exec command, for simple agents. With the
 // reset option {"text_action": "final"}, an action of text parts only ends
@@ -45,8 +51,9 @@
 // exported variables persist; stdin is /dev/null. Its output (stdout and
 // stderr together) is cut at 64 KiB with sandbox.TruncationMarker; the
 // answer ends with "[exit code N]". A command still running at its
-// timeout (default 60 s, at most 10 min, and never past the step's
-// deadline) is interrupted, and that is its observation ("[timed out after
+// timeout (DefaultCommandTimeout, 60 s, at most MaxCommandTimeout, 10 min,
+// and never past the step's deadline; docs/formats.md says why) is
+// interrupted, and that is its observation ("[timed out after
 // ...]"), not an error. The terminal of shell_send_keys and shell_view is a
 // tmux session with its own shell, for interactive programs; a cd in
 // shell_exec does not move it.

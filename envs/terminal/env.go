@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nextstate-rl/nextstate/envs/internal/sbopen"
+	"github.com/nextstate-rl/nextstate/envs/internal/shelltool"
+	"github.com/nextstate-rl/nextstate/envs/internal/tools"
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/sandbox"
 	"github.com/nextstate-rl/nextstate/sandbox/pool"
@@ -34,10 +36,7 @@ type Env struct {
 	data    TaskData
 	workdir string
 
-	sb    sandbox.Sandbox
-	snap  sandbox.Snapshot // the task's initial state, when sb can snapshot
-	built string           // the key of what sb was built for
-	shell sandbox.Shell
+	box shelltool.Box // the agent's sandbox and shell
 
 	textFinal bool // a text-only action ends the episode
 
@@ -89,41 +88,10 @@ func (e *Env) Reset(ctx context.Context, task *gym.Task, _ int64, opts gym.Optio
 			return gym.Observation{}, nil, gym.InfraFault("bad_task", fmt.Errorf("task %s: terminal-v1 data: %w", task.ID, err))
 		}
 	}
-	// The old shell dies with the restore (or the sandbox) below; its
-	// object is released after, so the restore does not wait on the
-	// shell's processes being reaped.
-	old := e.shell
-	e.shell = nil
-	defer func() {
-		if old != nil {
-			old.Close()
-		}
-	}()
-	key := buildKey(task)
-	if e.sb != nil && e.built == key && e.snap != nil {
-		if err := e.sb.(sandbox.Snapshotter).Restore(ctx, e.snap); err != nil {
-			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-				return gym.Observation{}, nil, err
-			}
-			e.dropSandbox(ctx) // build anew below
-		}
-	} else {
-		e.dropSandbox(ctx)
-	}
 	e.task, e.files, e.tests, e.df, e.data = task, files, tests, df, data
-	if e.sb == nil {
-		if err := e.build(ctx); err != nil {
-			e.dropSandbox(ctx)
-			return gym.Observation{}, nil, err
-		}
-		e.built = key
+	if err := e.box.Reset(ctx, task, e.build); err != nil {
+		return gym.Observation{}, nil, err
 	}
-	sh, err := sandbox.NewShell(ctx, e.sb)
-	if err != nil {
-		e.dropSandbox(ctx)
-		return gym.Observation{}, nil, sbopen.Fault(nil, err)
-	}
-	e.shell = sh
 	instr := task.Instruction
 	if instr == "" {
 		instr = "You are in a shell. There is no task: explore, then call submit."
@@ -136,28 +104,14 @@ func (e *Env) Reset(ctx context.Context, task *gym.Task, _ int64, opts gym.Optio
 	return gym.TextObservation(instr), info, nil
 }
 
-// buildKey says which task a built sandbox is for.
-func buildKey(t *gym.Task) string {
-	return t.ID + "\x00" + t.Dir + "\x00" + string(t.Data)
-}
-
-// build creates the task's sandbox in its initial state (prepare), then
-// snapshots it when it can.
-func (e *Env) build(ctx context.Context) error {
+// build creates the task's sandbox in its initial state (prepare) for
+// the box, which snapshots it.
+func (e *Env) build(ctx context.Context) (sandbox.Sandbox, error) {
 	sb, workdir, err := e.prepare(ctx)
-	if sb != nil {
-		e.sb = sb
+	if err == nil {
+		e.workdir = workdir
 	}
-	if err != nil {
-		return err
-	}
-	e.workdir = workdir
-	snap, err := sandbox.TrySnapshot(ctx, sb)
-	if err != nil {
-		return sbopen.Fault(nil, fmt.Errorf("snapshotting the task's initial state: %w", err))
-	}
-	e.snap = snap
-	return nil
+	return sb, err
 }
 
 // prepare creates a sandbox of the current task in its initial state: from
@@ -227,99 +181,35 @@ func pwd(ctx context.Context, sb sandbox.Sandbox) string {
 
 // Step implements gym.Env: each tool call (or text command) runs in order
 // and is answered by one part, a tool_result for a tool call and a text
-// part for a text command. submit, or a final text with text_action
-// "final", terminates the episode; calls after it are not run.
+// part for a text command (shelltool.Step). submit, or a final text
+// with text_action "final", terminates the episode; calls after it are not
+// run.
 func (e *Env) Step(ctx context.Context, a gym.Action) (gym.Transition, error) {
-	if e.sb == nil || e.shell == nil {
+	if e.box.SB == nil || e.box.Shell == nil {
 		return gym.Transition{}, gym.InfraFault("no_sandbox", errors.New("terminal-v1: step before a successful reset"))
 	}
-	calls := parseAction(a, e.textFinal)
-	var tr gym.Transition
-	tr.Observation.Parts = []gym.Part{}
-	infos := make([]gym.Info, 0, len(calls))
-	for _, c := range calls {
-		var content string
-		info := gym.Info{"tool": c.Name}
-		isErr := false
-		switch {
-		case tr.Terminated:
-			content, isErr = "not run: submit ended the episode", true
-		case c.Err != "":
-			content, isErr = c.Err, true
-			info["error"] = "bad_call"
-		default:
-			out, err := e.run(ctx, c, info)
-			var te *toolError
-			switch {
-			case errors.As(err, &te):
-				content, isErr = te.msg, true
-				info["error"] = "tool_failed"
-			case err != nil:
-				return gym.Transition{}, err
-			default:
-				content = out
-			}
-			if c.Name == ToolSubmit {
-				tr.Terminated = true
-			}
-		}
-		infos = append(infos, info)
-		if c.Text {
-			tr.Observation.Parts = append(tr.Observation.Parts, gym.TextPart(content))
-			continue
-		}
-		tr.Observation.Parts = append(tr.Observation.Parts, gym.Part{Type: gym.PartToolResult, ToolResult: &gym.ToolResult{
-			CallID: c.ID, Name: c.Name, Content: content, IsError: isErr,
-		}})
-	}
-	if len(calls) == 0 {
-		tr.Observation.Parts = append(tr.Observation.Parts, gym.TextPart(
-			"nothing to do: the action has no tool call or command (tools: "+toolNames()+")"))
-	}
-	tr.Info = gym.Info{"calls": infos}
-	return tr, nil
+	return shelltool.Step(ctx, toolset, a, e.textFinal, decode, e.run)
 }
 
-// run runs one valid call. Errors are the sandbox's (or ctx's); the
-// agent's mistakes are in the returned text.
+// run runs one decoded call. Errors are the sandbox's (or ctx's); a
+// *tools.ToolError is the agent's to handle.
 func (e *Env) run(ctx context.Context, c call, info gym.Info) (string, error) {
-	start := time.Now()
-	defer func() { info["elapsed_ms"] = time.Since(start).Milliseconds() }()
 	switch c.Name {
 	case ToolExec:
-		timeout := c.Timeout
-		// Leave the step's deadline room, so a slow command is its
-		// observation ("timed out"), not a failed step.
-		if dl, ok := ctx.Deadline(); ok {
-			if left := time.Until(dl) - 3*sandbox.InterruptGrace - time.Second; left < timeout {
-				timeout = max(left, 100*time.Millisecond)
-			}
-		}
-		r, err := e.shell.Run(ctx, c.Command, timeout)
-		if err != nil {
-			return "", e.toolFault("the shell", err)
-		}
-		info["exit_code"] = r.ExitCode
-		if r.TimedOut {
-			info["timed_out"] = true
-		}
-		if r.Truncated {
-			info["truncated"] = true
-		}
-		return formatExec(r, timeout), nil
+		return e.box.Exec(ctx, c.Command, c.Timeout, info)
 	case ToolSendKeys:
-		if err := e.shell.SendKeys(ctx, c.Keys...); err != nil {
-			return "", e.toolFault("the terminal", err)
+		if err := e.box.Shell.SendKeys(ctx, c.Keys...); err != nil {
+			return "", e.box.ToolFault("the terminal", err)
 		}
 		scr, err := e.settle(ctx, c.Wait)
 		if err != nil {
-			return "", e.toolFault("the terminal", err)
+			return "", e.box.ToolFault("the terminal", err)
 		}
 		return scr, nil
 	case ToolView:
-		scr, err := e.shell.Screen(ctx)
+		scr, err := e.box.Shell.Screen(ctx)
 		if err != nil {
-			return "", e.toolFault("the terminal", err)
+			return "", e.box.ToolFault("the terminal", err)
 		}
 		return trimScreen(scr), nil
 	case ToolWrite:
@@ -327,54 +217,17 @@ func (e *Env) run(ctx context.Context, c call, info gym.Info) (string, error) {
 		if !path.IsAbs(p) {
 			p = path.Join(e.workdir, p)
 		}
-		if err := writeFile(ctx, e.sb, p, []byte(c.Content)); err != nil {
+		if err := writeFile(ctx, e.box.SB, p, []byte(c.Content)); err != nil {
 			if errors.Is(err, errWrite) {
-				return "", &toolError{err.Error()}
+				return "", &tools.ToolError{Message: err.Error()}
 			}
-			return "", e.toolFault("write_file", err)
+			return "", e.box.ToolFault("write_file", err)
 		}
 		return fmt.Sprintf("wrote %d bytes to %s", len(c.Content), p), nil
 	case ToolSubmit:
 		return "submitted: the task's tests will decide the outcome", nil
 	}
 	return "", fmt.Errorf("terminal-v1: no handler for tool %q", c.Name)
-}
-
-// toolError is a call that ran and failed in a way that is the agent's to
-// handle (a path it cannot write, a terminal this sandbox lacks): it is
-// answered as an error tool result, and the episode goes on.
-type toolError struct{ msg string }
-
-func (e *toolError) Error() string { return e.msg }
-
-// toolFault labels an error of a tool (the shell, the terminal, the
-// commands write_file runs): one the agent broke in a live sandbox
-// (sbopen.AgentBroke; or the image has no tmux) answers the call with the
-// error, and the episode goes on; the sandbox's death is the
-// infrastructure's.
-func (e *Env) toolFault(what string, err error) error {
-	if sbopen.AgentBroke(e.sb, err) {
-		return &toolError{what + " is not available: " + err.Error()}
-	}
-	return e.fault(err)
-}
-
-// formatExec renders a command's result: its output, then a line with the
-// exit code, and a note when it timed out.
-func formatExec(r sandbox.ExecResult, timeout time.Duration) string {
-	var b strings.Builder
-	b.Write(r.Stdout)
-	if len(r.Stderr) > 0 {
-		b.Write(r.Stderr)
-	}
-	if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
-		b.WriteByte('\n')
-	}
-	if r.TimedOut {
-		fmt.Fprintf(&b, "[timed out after %s: the command was interrupted]\n", timeout.Round(time.Millisecond))
-	}
-	fmt.Fprintf(&b, "[exit code %d]", r.ExitCode)
-	return b.String()
 }
 
 // settle waits for the screen to stop changing (or wait, when the agent
@@ -388,12 +241,12 @@ func (e *Env) settle(ctx context.Context, wait time.Duration) (string, error) {
 			return "", ctx.Err()
 		case <-t.C:
 		}
-		scr, err := e.shell.Screen(ctx)
+		scr, err := e.box.Shell.Screen(ctx)
 		return trimScreen(scr), err
 	}
 	const quiet, most = 150 * time.Millisecond, 3 * time.Second
 	deadline := time.Now().Add(most)
-	prev, err := e.shell.Screen(ctx)
+	prev, err := e.box.Shell.Screen(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -406,7 +259,7 @@ func (e *Env) settle(ctx context.Context, wait time.Duration) (string, error) {
 			return "", ctx.Err()
 		case <-tick.C:
 		}
-		scr, err := e.shell.Screen(ctx)
+		scr, err := e.box.Shell.Screen(ctx)
 		if err != nil {
 			return "", err
 		}
@@ -430,32 +283,6 @@ func trimScreen(s string) string {
 	return strings.TrimRight(strings.Join(lines, "\n"), "\n")
 }
 
-// fault labels an error of the episode's sandbox (sbopen.Fault).
-func (e *Env) fault(err error) error { return sbopen.Fault(e.sb, err) }
-
-func (e *Env) closeShell() {
-	if e.shell != nil {
-		e.shell.Close()
-		e.shell = nil
-	}
-}
-
-// dropSandbox closes the sandbox and releases its snapshot. The sandbox
-// goes first: it ends every process, the shell's too.
-func (e *Env) dropSandbox(ctx context.Context) {
-	defer e.closeShell()
-	ctx = context.WithoutCancel(ctx)
-	if e.snap != nil {
-		e.snap.Release(ctx)
-		e.snap = nil
-	}
-	if e.sb != nil {
-		e.sb.Close(ctx)
-		e.sb = nil
-	}
-	e.built = ""
-}
-
 // background runs f, a release of something the step no longer needs
 // (a verifier's sandbox, a dead shell), in a goroutine Close waits for.
 func (e *Env) background(f func()) {
@@ -471,17 +298,5 @@ func (e *Env) background(f func()) {
 // released as well.
 func (e *Env) Close(ctx context.Context) error {
 	defer e.closing.Wait()
-	defer e.closeShell()
-	var err error
-	if e.snap != nil {
-		err = e.snap.Release(ctx)
-		e.snap = nil
-	}
-	if e.sb != nil {
-		if cerr := e.sb.Close(ctx); cerr != nil && err == nil {
-			err = cerr
-		}
-		e.sb = nil
-	}
-	return err
+	return e.box.Close(ctx)
 }

@@ -189,7 +189,7 @@ func TestShellTools(t *testing.T) {
 	}{
 		{"persisted\n/tmp\n[exit code 0]", false},
 		{"oops\n[exit code 3]", false},
-		{`shell_exec: arguments are not a JSON object`, true},
+		{`the arguments of shell_exec are not valid JSON`, true},
 		{"wrote 2 bytes to /app/notes/a.txt", false},
 		{"A\n[exit code 0]", false},
 		{"[timed out after 500ms: the command was interrupted]", false},

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/nextstate-rl/nextstate/envs/internal/pytest"
 )
 
 // ParseJUnit reads pytest's JUnit XML report (--junitxml, junit_family
-// xunit1, which names each test's file) into a TestReport whose Source is
+// xunit1, which names each test's file) into a pytest.Report whose Source is
 // "junit". The verifier takes the reward from this report, which pytest
 // writes itself, not from the run's output, which the tests' code (and so
 // the agent's code they import) can print anything to. Test names are node
@@ -18,7 +20,7 @@ import (
 // a skip is counted apart, except pytest's xfail (a skip of type
 // pytest.xfail), which counts as passed; a test pytest names twice (an
 // error at teardown after a pass) takes the worse status.
-func ParseJUnit(report []byte) (*TestReport, error) {
+func ParseJUnit(report []byte) (*pytest.Report, error) {
 	var doc struct {
 		XMLName xml.Name
 		Suites  []junitSuite `xml:"testsuite"`
@@ -38,28 +40,26 @@ func ParseJUnit(report []byte) (*TestReport, error) {
 	default:
 		return nil, fmt.Errorf("reading the JUnit report: root element <%s>, want <testsuites> or <testsuite>", doc.XMLName.Local)
 	}
-	r := &TestReport{Source: "junit"}
-	index := map[string]int{}
+	r := &pytest.Report{Source: "junit"}
 	for _, c := range cases {
 		name := c.nodeID()
-		var st TestStatus
+		var st pytest.Status
 		msg := ""
 		switch {
 		case c.Failure != nil:
-			st, msg = StatusFailed, c.Failure.Message
+			st, msg = pytest.StatusFailed, c.Failure.Message
 		case c.Error != nil:
-			st, msg = StatusError, c.Error.Message
+			st, msg = pytest.StatusError, c.Error.Message
 		case c.Skipped != nil && c.Skipped.Type == "pytest.xfail":
-			st = StatusXFail
+			st = pytest.StatusXFail
 		case c.Skipped != nil:
 			r.Skipped++
 			continue
 		default:
-			st = StatusPassed
+			st = pytest.StatusPassed
 		}
-		r.record(index, TestResult{Name: name, Status: st, Message: firstLine(msg)})
+		r.Add(pytest.Result{Name: name, Status: st, Message: firstLine(msg)})
 	}
-	r.tally()
 	if len(r.Tests) == 0 && r.Skipped == 0 {
 		return nil, errors.New("the JUnit report lists no test")
 	}

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/nextstate-rl/nextstate/envs/internal/pytest"
 	"github.com/nextstate-rl/nextstate/envs/terminal"
 )
 
@@ -19,14 +20,14 @@ func TestParseJUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []terminal.TestResult{
-		{Name: "tests/test_outputs.py::test_pass", Status: terminal.StatusPassed},
-		{Name: "tests/test_outputs.py::test_fail", Status: terminal.StatusFailed, Message: "AssertionError: one is not two"},
-		{Name: "tests/test_outputs.py::test_xfail", Status: terminal.StatusXFail},
-		{Name: "tests/test_outputs.py::test_param[1]", Status: terminal.StatusPassed},
-		{Name: "tests/test_outputs.py::test_param[2]", Status: terminal.StatusFailed, Message: "assert 2 == 1"},
-		{Name: "tests/test_outputs.py::TestGroup::test_in_class", Status: terminal.StatusPassed},
-		{Name: "tests/test_outputs.py::test_teardown", Status: terminal.StatusError, Message: `failed on teardown with "RuntimeError: teardown broke"`},
+	want := []pytest.Result{
+		{Name: "tests/test_outputs.py::test_pass", Status: pytest.StatusPassed},
+		{Name: "tests/test_outputs.py::test_fail", Status: pytest.StatusFailed, Message: "AssertionError: one is not two"},
+		{Name: "tests/test_outputs.py::test_xfail", Status: pytest.StatusXFail},
+		{Name: "tests/test_outputs.py::test_param[1]", Status: pytest.StatusPassed},
+		{Name: "tests/test_outputs.py::test_param[2]", Status: pytest.StatusFailed, Message: "assert 2 == 1"},
+		{Name: "tests/test_outputs.py::TestGroup::test_in_class", Status: pytest.StatusPassed},
+		{Name: "tests/test_outputs.py::test_teardown", Status: pytest.StatusError, Message: `failed on teardown with "RuntimeError: teardown broke"`},
 	}
 	if !reflect.DeepEqual(r.Tests, want) {
 		t.Errorf("tests:\n got %+v\nwant %+v", r.Tests, want)

@@ -6,12 +6,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nextstate-rl/nextstate/envs/internal/shelltool"
 	"github.com/nextstate-rl/nextstate/gym"
 )
 
 func toolCall(id, name, args string) gym.Part {
 	return gym.Part{Type: gym.PartToolCall, ToolCall: &gym.ToolCall{ID: id, Type: "function",
 		Function: gym.FunctionCall{Name: name, Arguments: args}}}
+}
+
+// parsed is a call as Step sees it (shelltool.Decode); Err is the
+// message a bad call is answered with.
+type parsed struct {
+	call
+	Err string
+}
+
+func parseAction(a gym.Action, textFinal bool) []parsed {
+	calls, bad := shelltool.Decode(toolset, a, textFinal, decode)
+	out := make([]parsed, len(calls))
+	for i := range calls {
+		out[i] = parsed{calls[i], bad[i]}
+	}
+	return out
 }
 
 func TestParseToolCalls(t *testing.T) {
@@ -62,20 +79,20 @@ func TestParseBadToolCalls(t *testing.T) {
 		says       []string
 	}{
 		{"rm_rf", `{}`, []string{`unknown tool "rm_rf"`, "shell_exec", "write_file", "submit"}},
-		{"shell_exec", `{"command": "ls"`, []string{"not a JSON object", `shell_exec {"command": string, "timeout"?: number}`}},
-		{"shell_exec", `["ls"]`, []string{"not a JSON object"}},
-		{"shell_exec", `{}`, []string{`missing required parameter "command"`, `"command": string`}},
-		{"shell_exec", `{"command": null}`, []string{`missing required parameter "command"`}},
-		{"shell_exec", `{"command": 42}`, []string{`parameter "command" must be a string`}},
-		{"shell_exec", `{"command": "ls", "timeout": "soon"}`, []string{`"timeout" must be a number of seconds`}},
+		{"shell_exec", `{"command": "ls"`, []string{"not valid JSON", `shell_exec {"command": string, "timeout"?: number}`}},
+		{"shell_exec", `["ls"]`, []string{"must be a JSON object, not an array"}},
+		{"shell_exec", `{}`, []string{`missing property 'command'`, `"command": string`}},
+		{"shell_exec", `{"command": null}`, []string{`missing property 'command'`}},
+		{"shell_exec", `{"command": 42}`, []string{`at /command: got number, want string`}},
+		{"shell_exec", `{"command": "ls", "timeout": "soon"}`, []string{`at /timeout: got string, want number`}},
 		{"shell_exec", `{"command": "ls", "timeout": -1}`, []string{`"timeout" must be a positive number`}},
 		{"shell_exec", `{"command": "  "}`, []string{`"command" is empty`}},
-		{"shell_exec", `{"cmd": "ls"}`, []string{`unknown parameter "cmd"`, `"command": string`}},
-		{"shell_exec", `{"command":"a"} {"command":"b"}`, []string{"more than one JSON value"}},
+		{"shell_exec", `{"cmd": "ls"}`, []string{`additional properties 'cmd' not allowed`, `"command": string`}},
+		{"shell_exec", `{"command":"a"} {"command":"b"}`, []string{"text after the JSON value"}},
 		{"shell_send_keys", `{"keys": []}`, []string{`"keys" must be a non-empty array`}},
-		{"shell_send_keys", `{"keys": [1, 2]}`, []string{`"keys" must be a string or an array of strings`}},
-		{"shell_view", `{"full": true}`, []string{`unknown parameter "full"`, "shell_view {} (no parameters)"}},
-		{"write_file", `{"path": "x"}`, []string{`missing required parameter "content"`, `write_file {"path": string, "content": string}`}},
+		{"shell_send_keys", `{"keys": [1, 2]}`, []string{`at /keys/0: got number, want string`}},
+		{"shell_view", `{"full": true}`, []string{`additional properties 'full' not allowed`, "shell_view {} (no parameters)"}},
+		{"write_file", `{"path": "x"}`, []string{`missing property 'content'`, `write_file {"content": string, "path": string}`}},
 		{"write_file", `{"path": "", "content": ""}`, []string{`"path" is empty`}},
 	} {
 		calls := parseAction(gym.Action{Parts: []gym.Part{toolCall("id", tc.name, tc.args)}}, false)

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nextstate-rl/nextstate/envs/internal/pytest"
 	"github.com/nextstate-rl/nextstate/envs/internal/sbopen"
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/sandbox"
@@ -89,7 +90,7 @@ func testsOf(task *gym.Task, files fs.FS) (*VerifierData, error) {
 // report, a crash, a timeout) is a failed run. The info holds every test's
 // result.
 func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
-	if e.sb == nil {
+	if e.box.SB == nil {
 		return 0, nil, errors.New("terminal-v1: verify before a successful reset")
 	}
 	if e.tests == nil {
@@ -98,11 +99,11 @@ func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 	start := time.Now()
 	// The shell dies with every other process of the sandbox below; its
 	// object is let go of after, off the step's path.
-	if sh := e.shell; sh != nil {
-		e.shell = nil
+	if sh := e.box.Shell; sh != nil {
+		e.box.Shell = nil
 		defer e.background(func() { sh.Close() })
 	}
-	k, ok := e.sb.(sandbox.Killer)
+	k, ok := e.box.SB.(sandbox.Killer)
 	if !ok {
 		return 0, nil, fmt.Errorf("terminal-v1: the %s sandbox cannot kill the agent's processes (sandbox.Killer)", e.backendName)
 	}
@@ -126,7 +127,7 @@ func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 		defer e.background(func() { vsb.Close(context.WithoutCancel(ctx)) })
 	}
 	if kerr != nil {
-		return 0, nil, e.fault(fmt.Errorf("killing the agent's processes: %w", kerr))
+		return 0, nil, e.box.Fault(fmt.Errorf("killing the agent's processes: %w", kerr))
 	}
 	if err := p.err; err != nil {
 		return 0, nil, err
@@ -138,7 +139,7 @@ func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 	if err != nil {
 		return 0, nil, sbopen.Fault(vsb, err)
 	}
-	moved, err := carryWork(ctx, e.sb, vsb, e.workdir)
+	moved, err := carryWork(ctx, e.box.SB, vsb, e.workdir)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -197,7 +198,7 @@ func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 		// agent's work broke them, or a timeout). It counts as failed,
 		// not unknown: the sandbox and the runner worked.
 		info["error"] = err.Error()
-		if out, perr := ParsePytest(string(r.Stdout)); perr == nil {
+		if out, perr := pytest.Parse(string(r.Stdout)); perr == nil {
 			info["note"] = fmt.Sprintf("the output shows a pytest summary (%d passed, %d failed) but the reward is read "+
 				"only from pytest's JUnit report", out.Passed, out.Failed)
 		}
@@ -223,7 +224,7 @@ const junitFile = ".nextstate-junit.xml"
 const maxReport = 32 << 20
 
 // readReport reads and parses the JUnit report at p in sb.
-func readReport(ctx context.Context, sb sandbox.Sandbox, p string) (*TestReport, error) {
+func readReport(ctx context.Context, sb sandbox.Sandbox, p string) (*pytest.Report, error) {
 	rc, err := sb.CopyOut(ctx, p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

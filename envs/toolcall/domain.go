@@ -3,8 +3,6 @@ package toolcall
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 
 	"github.com/nextstate-rl/nextstate/gym"
 )
@@ -69,24 +67,4 @@ type Answerer interface {
 // released everything, as a failed Start does.
 type Restarter interface {
 	Restart(ctx context.Context, task *gym.Task, seed int64, opts gym.Options) (Episode, error)
-}
-
-// ToolError is a tool's failure that the agent reads as the call's result,
-// as tau2's tools raise errors ("Error: order not found").
-type ToolError struct{ Message string }
-
-func (e *ToolError) Error() string { return e.Message }
-
-// Errorf returns a *ToolError.
-func Errorf(format string, args ...any) error {
-	return &ToolError{Message: fmt.Sprintf(format, args...)}
-}
-
-// IsToolError reports whether err is (or wraps) a *ToolError, and its message.
-func IsToolError(err error) (string, bool) {
-	var te *ToolError
-	if errors.As(err, &te) {
-		return te.Message, true
-	}
-	return "", false
 }

@@ -18,9 +18,6 @@ import (
 // changes it; 0 there means no limit.
 const DefaultMaxToolErrors = 10
 
-// MaxCallsPerStep bounds the parts of one action (parallel tool calls).
-const MaxCallsPerStep = 32
-
 // Config describes a kind built on a Domain.
 type Config struct {
 	Name        string // with a version: "tau2-retail-v1"

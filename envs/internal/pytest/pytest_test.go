@@ -1,23 +1,24 @@
-package terminal
+package pytest
 
 import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
 func fixture(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "pytest", name))
+	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(b)
 }
 
-func statuses(r *TestReport) map[string]TestStatus {
-	out := map[string]TestStatus{}
+func statuses(r *Report) map[string]Status {
+	out := map[string]Status{}
 	for _, t := range r.Tests {
 		out[t.Name] = t.Status
 	}
@@ -25,15 +26,15 @@ func statuses(r *TestReport) map[string]TestStatus {
 }
 
 // The fixtures are real output of pytest 7.2.1 (Debian 12) run with -rA
-// (see testdata/pytest).
+// (see testdata).
 func TestParsePytestMixed(t *testing.T) {
 	for _, name := range []string{"mixed.txt", "color.txt"} {
 		t.Run(name, func(t *testing.T) {
-			r, err := ParsePytest(fixture(t, name))
+			r, err := Parse(fixture(t, name))
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := map[string]TestStatus{
+			want := map[string]Status{
 				"tests/test_x.py::test_a":      StatusPassed,
 				"tests/test_x.py::test_p[1]":   StatusPassed,
 				"tests/test_x.py::test_p[a b]": StatusPassed,
@@ -65,7 +66,7 @@ func TestParsePytestMixed(t *testing.T) {
 }
 
 func TestParsePytestAllPassed(t *testing.T) {
-	r, err := ParsePytest(fixture(t, "all_passed.txt"))
+	r, err := Parse(fixture(t, "all_passed.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestParsePytestAllPassed(t *testing.T) {
 }
 
 func TestParsePytestCollectionError(t *testing.T) {
-	r, err := ParsePytest(fixture(t, "collection_error.txt"))
+	r, err := Parse(fixture(t, "collection_error.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,12 +88,12 @@ func TestParsePytestCollectionError(t *testing.T) {
 // A test's own output (which a program the agent wrote may shape) comes
 // before pytest's real summary, which alone counts.
 func TestParsePytestIgnoresPrintedSummaries(t *testing.T) {
-	r, err := ParsePytest(fixture(t, "injected_summary.txt"))
+	r, err := Parse(fixture(t, "injected_summary.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := statuses(r)
-	if !maps(got, map[string]TestStatus{"inj/test_inj.py::test_passes": StatusPassed, "inj/test_inj.py::test_real_failure": StatusFailed}) {
+	if !maps(got, map[string]Status{"inj/test_inj.py::test_passes": StatusPassed, "inj/test_inj.py::test_real_failure": StatusFailed}) {
 		t.Errorf("tests %v", got)
 	}
 	if r.Reward() != 0.5 {
@@ -100,7 +101,7 @@ func TestParsePytestIgnoresPrintedSummaries(t *testing.T) {
 	}
 }
 
-func maps(a, b map[string]TestStatus) bool {
+func maps(a, b map[string]Status) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -114,7 +115,7 @@ func maps(a, b map[string]TestStatus) bool {
 
 // Without -rA the summary lists failures only; the counts line has the rest.
 func TestParsePytestWithoutRA(t *testing.T) {
-	r, err := ParsePytest(fixture(t, "quiet_no_rA.txt"))
+	r, err := Parse(fixture(t, "quiet_no_rA.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestParsePytestWithoutRA(t *testing.T) {
 func TestParsePytestNoResults(t *testing.T) {
 	for _, out := range []string{"", fixture(t, "cut_off.txt"), "bash: pytest: command not found\n",
 		"PASSED tests/test_x.py::test_a\n"} {
-		if r, err := ParsePytest(out); err != ErrNoTestResults {
+		if r, err := Parse(out); err != ErrNoResults {
 			t.Errorf("%q: %+v, %v", clip(out, 60), r, err)
 		}
 	}
@@ -146,11 +147,11 @@ func TestParsePytestEdgeCases(t *testing.T) {
 		"SKIPPED [3] t.py:9: later\r\n" +
 		"=================== 2 failed, 2 passed, 3 skipped in 0.10s =====================\r\n" +
 		"PASSED after.py::not_counted\r\n"
-	r, err := ParsePytest(out)
+	r, err := Parse(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]TestStatus{"t.py::test_ok": StatusPassed, "t.py::test_teardown": StatusError,
+	want := map[string]Status{"t.py::test_ok": StatusPassed, "t.py::test_teardown": StatusError,
 		"t.py::test_p[a - b]": StatusFailed, "t.py::test_xp": StatusXPass}
 	if got := statuses(r); !maps(got, want) {
 		t.Errorf("tests %v", got)
@@ -164,5 +165,45 @@ func TestParsePytestEdgeCases(t *testing.T) {
 	}
 	if !slices.Equal(names, []string{"t.py::test_ok", "t.py::test_teardown", "t.py::test_p[a - b]", "t.py::test_xp"}) {
 		t.Errorf("order %v", names)
+	}
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+// What swe-v1's harness reads besides the tests: the counts line, the
+// ERRORS section, a file that did not collect, and skips pytest names
+// (--no-fold-skipped).
+func TestParseSummaryErrorsAndNamedSkips(t *testing.T) {
+	out := "==================================== ERRORS ====================================\n" +
+		"_____________________ ERROR collecting tests/test_b.py _____________________\n" +
+		"E   SyntaxError: expected ':'\n" +
+		"=========================== short test summary info ============================\n" +
+		"PASSED tests/test_a.py::test_one\n" +
+		"SKIPPED tests/test_a.py::test_s - no numpy\n" +
+		"PASSED tests/test_a.py::test_s\n" +
+		"ERROR tests/test_b.py - SyntaxError: expected ':'\n" +
+		"==================== 1 passed, 1 skipped, 1 error in 0.12s =====================\n"
+	r, err := Parse(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Status{"tests/test_a.py::test_one": StatusPassed, "tests/test_a.py::test_s": StatusSkipped,
+		"tests/test_b.py": StatusError}
+	if got := statuses(r); !maps(got, want) {
+		t.Errorf("tests %v", got)
+	}
+	if r.Passed != 1 || r.Failed != 1 || r.Skipped != 1 || r.Summary != "1 passed, 1 skipped, 1 error in 0.12s" {
+		t.Errorf("%+v", r)
+	}
+	if r.Tests[2].Message != "SyntaxError: expected ':'" || r.Tests[1].Message != "" {
+		t.Errorf("messages %+v", r.Tests)
+	}
+	if !strings.Contains(r.Errors, "SyntaxError: expected ':'") || strings.Contains(r.Errors, "short test summary") {
+		t.Errorf("errors section %q", r.Errors)
 	}
 }
