@@ -129,7 +129,7 @@ func (e *Env) run(ctx context.Context, c call, info gym.Info) (string, error) {
 		return out, err
 	case ToolSubmit:
 		if err := e.takeDiff(ctx); err != nil {
-			return "", e.box.Fault(err)
+			return "", err
 		}
 		info["diff_bytes"] = len(e.diff)
 		files := DiffFiles(e.diff)
@@ -153,12 +153,13 @@ const diffScript = `git add -A >/dev/null && git diff --cached --binary --no-col
 // repository the agent broke (.git removed), or tools it broke (git, bash)
 // in a sandbox that still runs, leave the diff empty with the reason in
 // diffErr: that is the agent's doing. Only a sandbox that died is the
-// infrastructure's (nothing inside can end it: sandbox.KeeperLoop).
+// infrastructure's (nothing inside can end it: sandbox.KeeperLoop); its
+// errors come labelled (Box.Fault).
 func (e *Env) takeDiff(ctx context.Context) error {
 	sb := e.box.SB
 	if k, ok := sb.(sandbox.Killer); ok {
 		if err := k.KillAll(ctx); err != nil {
-			return err
+			return e.box.Fault(err)
 		}
 	}
 	r, err := sb.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"bash", "-c", diffScript, "diff", e.repo.Commit},
@@ -194,7 +195,7 @@ func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 	}
 	if !e.submitted {
 		if err := e.takeDiff(ctx); err != nil {
-			return 0, nil, sbopen.Fault(nil, err)
+			return 0, nil, err
 		}
 	}
 	res, err := e.harness.Evaluate(ctx, e.in, e.diff)

@@ -34,6 +34,9 @@ type Box struct {
 // On an error the box is empty, but for a ctx error of the Restore.
 func (b *Box) Reset(ctx context.Context, task *gym.Task, build func(context.Context) (sandbox.Sandbox, error)) error {
 	key := task.ID + "\x00" + task.Dir + "\x00" + string(task.Data)
+	// The old shell dies with the restore (or the sandbox) below; its
+	// object is released after, so the restore does not wait on the
+	// shell's processes being reaped.
 	old := b.Shell
 	b.Shell = nil
 	defer func() {
