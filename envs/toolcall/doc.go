@@ -7,6 +7,8 @@
 //   - Tools are declared in the OpenAI function-calling shape (Tool: name,
 //     description, a JSON Schema of the parameters). The reset observation
 //     lists them as a tools.json file part, and its info under "tools".
+//     Tool, Toolset and ToolError are package envs/internal/tools's, the
+//     one tool mechanism, which terminal-v1 and swe-v1 use too.
 //   - An action is one or more tool_call parts (parallel calls, run in
 //     order, each answered by a tool_result part in the same order) and/or
 //     text, a message to the user answered by the user's reply.
