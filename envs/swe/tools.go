@@ -27,24 +27,23 @@ const (
 
 var editCommands = []string{EditView, EditCreate, EditStrReplace, EditInsert, EditUndo}
 
-// shell_exec's command timeouts (shelltool.ExecLimits): a repository's
+// shell_exec's command timeouts (shelltool.Exec): a repository's
 // build and test run take minutes, longer than a terminal task's commands.
 const (
 	DefaultCommandTimeout = 3 * time.Minute
 	MaxCommandTimeout     = 15 * time.Minute
 )
 
-var execLimits = shelltool.ExecLimits{Default: DefaultCommandTimeout, Max: MaxCommandTimeout}
-
 // MaxCallsPerStep bounds the parts of one action (parallel tool calls).
 const MaxCallsPerStep = tools.MaxCallsPerStep
 
 // toolset is swe-v1's tools, checked against their schemas.
-var toolset = shelltool.MustTools(execLimits,
-	shelltool.ExecTool("Run a bash command in the repository's sandbox, in a persistent shell (cd and exported "+
-		"variables persist between calls; it starts in "+Workdir+"), and wait for it. Returns its output (stdout and "+
-		"stderr together, cut at 64 KiB with a marker) and its exit code. There is no network. A command still "+
-		"running at the timeout is interrupted with Ctrl-C.", execLimits),
+var toolset = shelltool.MustTools(shelltool.Exec{
+	Description: "Run a bash command in the repository's sandbox, in a persistent shell (cd and exported " +
+		"variables persist between calls; it starts in " + Workdir + "), and wait for it. Returns its output (stdout and " +
+		"stderr together, cut at 64 KiB with a marker) and its exit code. There is no network. A command still " +
+		"running at the timeout is interrupted with Ctrl-C.",
+	Default: DefaultCommandTimeout, Max: MaxCommandTimeout},
 	tools.Tool{Name: ToolEditor, Description: "View, create and edit files. Paths are absolute (the repository is " + Workdir + "). " +
 		"view: a file with line numbers (cat -n), or lines view_range [start, end] of it (end -1: to the end of the " +
 		"file); a directory: its files two levels deep, hidden ones left out. create: a new file holding file_text " +

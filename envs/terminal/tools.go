@@ -19,14 +19,12 @@ const (
 	ToolSubmit   = shelltool.ToolSubmit
 )
 
-// Command timeouts of shell_exec (shelltool.ExecLimits): Terminal-Bench
+// Command timeouts of shell_exec (shelltool.Exec): Terminal-Bench
 // tasks run short commands, and an episode's whole agent time is minutes.
 const (
 	DefaultCommandTimeout = 60 * time.Second
 	MaxCommandTimeout     = 10 * time.Minute
 )
-
-var execLimits = shelltool.ExecLimits{Default: DefaultCommandTimeout, Max: MaxCommandTimeout}
 
 // MaxKeysWait caps shell_send_keys's wait.
 const MaxKeysWait = time.Minute
@@ -35,11 +33,11 @@ const MaxKeysWait = time.Minute
 const MaxWriteBytes = 8 << 20
 
 // toolset is terminal-v1's tools, checked against their schemas.
-var toolset = shelltool.MustTools(execLimits,
-	shelltool.ExecTool("Run a shell command in the task's persistent bash shell (cd and exported variables persist "+
-		"between calls) and wait for it to finish. Returns its output (stdout and stderr together, cut at 64 KiB "+
+var toolset = shelltool.MustTools(shelltool.Exec{
+	Description: "Run a shell command in the task's persistent bash shell (cd and exported variables persist " +
+		"between calls) and wait for it to finish. Returns its output (stdout and stderr together, cut at 64 KiB " +
 		"with a marker) and its exit code. A command still running at the timeout is interrupted with Ctrl-C.",
-		execLimits),
+	Default: DefaultCommandTimeout, Max: MaxCommandTimeout},
 	tools.Tool{Name: ToolSendKeys, Description: "Send keystrokes to the terminal, for interactive programs (editors, " +
 		"REPLs, prompts). Each item is literal text or a tmux key name such as Enter, Escape, Tab, C-c, C-d, Up, BSpace. " +
 		"Returns the screen once it settles (or after wait seconds).",

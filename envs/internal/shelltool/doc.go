@@ -16,9 +16,10 @@
 // "calls" has one entry per call: its tool, "elapsed_ms" of those that
 // ran, and what the runner added.
 //
-// shell_exec is ExecTool and Exec: a command typed into the persistent
-// shell, its timeout (ExecLimits: a default, a cap, cut to leave the
-// step's deadline room), its output and exit code (FormatExec). The limits
+// shell_exec is declared by a kind's Exec (where it runs, the default and
+// the cap of its timeout) and run by Box.Exec: a command typed into the
+// persistent shell, its timeout cut to leave the step's deadline room, its
+// output and exit code (FormatExec). The limits
 // are the kind's (docs/formats.md, shell_exec): terminal tasks run short
 // commands, a repository's build and tests take minutes.
 //

@@ -11,23 +11,24 @@ import (
 	"github.com/nextstate-rl/nextstate/sandbox"
 )
 
-// ExecLimits bound shell_exec's timeout: Default when a call sets none,
-// Max the most a call may set (more is cut to it).
-type ExecLimits struct {
+// Exec is a kind's shell_exec: Description says where its commands run;
+// Default is the timeout of a call that sets none, Max the most a call may
+// set (more is cut to it).
+type Exec struct {
+	Description  string
 	Default, Max time.Duration
 }
 
-// ExecTool declares shell_exec: desc says where the command runs; the
-// timeout parameter's description gives the limits. The timeout may come
-// as a number or a string of one or a duration ("90s"); null parameters
-// are absent ones.
-func ExecTool(desc string, l ExecLimits) tools.Tool {
-	return tools.Tool{Name: ToolExec, Description: desc,
+// tool declares shell_exec; the timeout parameter's description gives the
+// limits. The timeout may come as a number or a string of one or a
+// duration ("90s"); null parameters are absent ones.
+func (x Exec) tool() tools.Tool {
+	return tools.Tool{Name: ToolExec, Description: x.Description,
 		Parameters: Object(map[string]any{
 			"command": map[string]any{"type": "string", "description": "The bash command line to run."},
 			"timeout": map[string]any{"type": "number", "description": fmt.Sprintf(
 				"Seconds to wait before interrupting it (default %d, at most %d).",
-				int(l.Default.Seconds()), int(l.Max.Seconds()))},
+				int(x.Default.Seconds()), int(x.Max.Seconds()))},
 		}, "command"),
 		Coerce: tools.Coerces(DropNulls, tools.Seconds("timeout")),
 	}

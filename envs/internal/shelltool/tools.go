@@ -18,18 +18,18 @@ const (
 	ToolSubmit = "submit"
 )
 
-// Tools is a shell kind's tool list, checked by a tools.Toolset, with the
-// limits of its shell_exec.
+// Tools is a shell kind's tool list, shell_exec first, checked by a
+// tools.Toolset.
 type Tools struct {
 	set   *tools.Toolset
 	list  []tools.Tool
 	names string // in declared order, for messages
-	exec  ExecLimits
+	exec  Exec
 }
 
-// NewTools compiles a kind's tools; exec bounds its shell_exec (ExecTool
-// declares it with the same limits).
-func NewTools(exec ExecLimits, list ...tools.Tool) (*Tools, error) {
+// NewTools compiles a kind's tools: its shell_exec, then more.
+func NewTools(exec Exec, more ...tools.Tool) (*Tools, error) {
+	list := append([]tools.Tool{exec.tool()}, more...)
 	set, err := tools.NewToolset(list)
 	if err != nil {
 		return nil, err
@@ -42,8 +42,8 @@ func NewTools(exec ExecLimits, list ...tools.Tool) (*Tools, error) {
 }
 
 // MustTools is NewTools for a kind's declared list, which must compile.
-func MustTools(exec ExecLimits, list ...tools.Tool) *Tools {
-	t, err := NewTools(exec, list...)
+func MustTools(exec Exec, more ...tools.Tool) *Tools {
+	t, err := NewTools(exec, more...)
 	if err != nil {
 		panic(err)
 	}
@@ -53,9 +53,6 @@ func MustTools(exec ExecLimits, list ...tools.Tool) *Tools {
 // OpenAI is the tool list in the OpenAI "tools" shape, as a reset info
 // gives it under "tools".
 func (t *Tools) OpenAI() []map[string]any { return tools.OpenAITools(t.list) }
-
-// Names lists the tools in their declared order: "shell_exec, submit".
-func (t *Tools) Names() string { return t.names }
 
 // BadArguments rejects a call's arguments that the schema admits but the
 // tool does not, in the Toolset's words.

@@ -12,10 +12,7 @@ import (
 	"github.com/nextstate-rl/nextstate/sandbox"
 )
 
-var testLimits = ExecLimits{Default: time.Minute, Max: 10 * time.Minute}
-
-var testTools = MustTools(testLimits,
-	ExecTool("Run a command.", testLimits),
+var testTools = MustTools(Exec{Description: "Run a command.", Default: time.Minute, Max: 10 * time.Minute},
 	tools.Tool{Name: "fail", Parameters: Object(nil)},
 	tools.Tool{Name: ToolSubmit, Parameters: Object(nil)},
 )
