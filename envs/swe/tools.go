@@ -60,11 +60,10 @@ var toolset = shelltool.MustTools(shelltool.Exec{
 			"insert_line": map[string]any{"type": "integer", "description": "insert: the line after which new_str goes (0: the top)."},
 			"view_range": map[string]any{"type": "array", "items": map[string]any{"type": "integer"},
 				"description": "view: [start, end] lines of a file, from 1; end -1 is the last line."},
-		}, "command", "path"),
-		Coerce: shelltool.DropNulls},
+		}, "command", "path")},
 	tools.Tool{Name: ToolSubmit, Description: "Finish: your changes to the repository (git diff against the base commit, " +
 		"new files included) are submitted, the episode ends, and hidden tests decide the outcome. Nothing runs after it.",
-		Parameters: shelltool.Object(nil), Coerce: shelltool.DropNulls},
+		Parameters: shelltool.Object(nil)},
 )
 
 // OpenAITools is the tool list in the OpenAI "tools" shape, as the reset

@@ -47,18 +47,17 @@ var toolset = shelltool.MustTools(shelltool.Exec{
 			"wait": map[string]any{"type": "number", "description": fmt.Sprintf("Seconds to wait before reading the screen "+
 				"(default: until it stops changing, at most 3; at most %d).", int(MaxKeysWait.Seconds()))},
 		}, "keys"),
-		Coerce: tools.Coerces(shelltool.DropNulls, tools.OneOrMany("keys"), tools.Seconds("wait"))},
+		Coerce: tools.Coerces(tools.OneOrMany("keys"), tools.Seconds("wait"))},
 	tools.Tool{Name: ToolView, Description: "Return the terminal's visible screen, for example to see an interactive " +
-		"program's state.", Parameters: shelltool.Object(nil), Coerce: shelltool.DropNulls},
+		"program's state.", Parameters: shelltool.Object(nil)},
 	tools.Tool{Name: ToolWrite, Description: "Write a file, creating its parent directories; an existing file is " +
 		"replaced. A relative path is taken from the task's working directory.",
 		Parameters: shelltool.Object(map[string]any{
 			"path":    map[string]any{"type": "string", "description": "Where to write the file."},
 			"content": map[string]any{"type": "string", "description": "The whole content of the file."},
-		}, "path", "content"), Coerce: shelltool.DropNulls},
+		}, "path", "content")},
 	tools.Tool{Name: ToolSubmit, Description: "Finish the task: the episode ends and the task's hidden tests decide " +
-		"the outcome. Call it once you are done; nothing runs after it.", Parameters: shelltool.Object(nil),
-		Coerce: shelltool.DropNulls},
+		"the outcome. Call it once you are done; nothing runs after it.", Parameters: shelltool.Object(nil)},
 )
 
 // OpenAITools is the tool list in the OpenAI "tools" shape

@@ -21,7 +21,7 @@ type Exec struct {
 
 // tool declares shell_exec; the timeout parameter's description gives the
 // limits. The timeout may come as a number or a string of one or a
-// duration ("90s"); null parameters are absent ones.
+// duration ("90s").
 func (x Exec) tool() tools.Tool {
 	return tools.Tool{Name: ToolExec, Description: x.Description,
 		Parameters: Object(map[string]any{
@@ -30,13 +30,14 @@ func (x Exec) tool() tools.Tool {
 				"Seconds to wait before interrupting it (default %d, at most %d).",
 				int(x.Default.Seconds()), int(x.Max.Seconds()))},
 		}, "command"),
-		Coerce: tools.Coerces(DropNulls, tools.Seconds("timeout")),
+		Coerce: tools.Seconds("timeout"),
 	}
 }
 
-// DropNulls is a Coerce that takes a parameter whose value is null as
-// absent, as the shell tools always have.
-func DropNulls(args map[string]any) {
+// dropNulls is a Coerce that takes a parameter whose value is null as
+// absent, as the shell tools always have; NewTools runs it first for
+// each tool.
+func dropNulls(args map[string]any) {
 	for k, v := range args {
 		if v == nil {
 			delete(args, k)

@@ -27,9 +27,17 @@ type Tools struct {
 	exec  Exec
 }
 
-// NewTools compiles a kind's tools: its shell_exec, then more.
+// NewTools compiles a kind's tools: its shell_exec, then more. Each
+// tool's Coerce runs after dropNulls.
 func NewTools(exec Exec, more ...tools.Tool) (*Tools, error) {
 	list := append([]tools.Tool{exec.tool()}, more...)
+	for i := range list {
+		if c := list[i].Coerce; c != nil {
+			list[i].Coerce = tools.Coerces(dropNulls, c)
+		} else {
+			list[i].Coerce = dropNulls
+		}
+	}
 	set, err := tools.NewToolset(list)
 	if err != nil {
 		return nil, err
