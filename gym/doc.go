@@ -11,7 +11,9 @@
 // ("guess-v1"): a changed contract is a new name. Spec.ActionSchema and
 // Spec.ObservationSchema are JSON Schemas of {"parts": [...]}, most simply
 // built with PartsSchema, which also gives the action check a native fast
-// path. New returns an Env, which implements Reset, Step and Close:
+// path. Spec.JudgePrompt names the prompt an LLM judge of the kind's steps
+// uses (terminal, gui, swe, toolcall), so that no package downstream lists
+// kinds by name. New returns an Env, which implements Reset, Step and Close:
 //
 //   - Reset(ctx, task, seed, options) starts an episode. The same task, seed
 //     and actions must give the same observations (gymtest checks it).
@@ -50,7 +52,10 @@
 //
 // # Events
 //
-// Each reset, step, late reward and session end is an Event. A Recorder
+// Each reset, step, late reward and session end is an Event; a reset event
+// carries the task's instruction and the first observation, as its answer
+// gave them to the agent, so a reader of the record (package rl's
+// Follower) needs nothing but events. A Recorder
 // (the server's store) assigns each a global, increasing Seq and makes it
 // durable before Append returns, so an acknowledged step survives a crash.
 // Rewards that arrive later (a judge's vote) are EventReward events keyed by

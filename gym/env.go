@@ -90,6 +90,13 @@ type Spec struct {
 	Limits Limits `json:"limits"`
 	// Tasks are built-in tasks, such as smoke tasks for the demo.
 	Tasks []Task `json:"tasks,omitempty"`
+	// JudgePrompt is the prompt kind an LLM judge of the kind's steps uses
+	// (package rl's templates): "terminal" (shell tasks), "gui" (web pages
+	// and desktops: screens before and after), "swe" (repositories),
+	// "toolcall" (function calling), or a kind of the judge's own templates.
+	// Empty is "toolcall" for an episode whose reset info lists "tools", else
+	// "default". It is not sent on the wire.
+	JudgePrompt string `json:"-"`
 }
 
 // Info is free-form, JSON-encodable detail next to an observation.

@@ -12,7 +12,7 @@ type EventType string
 
 const (
 	EventSessionCreated EventType = "session.created" // a session was admitted
-	EventReset          EventType = "reset"           // an episode began; carries the first observation
+	EventReset          EventType = "reset"           // an episode began; carries the instruction and the first observation
 	EventStep           EventType = "step"            // an action and its next state
 	EventReward         EventType = "reward"          // a reward that arrived after its step (verifier, judge)
 	EventSessionClosed  EventType = "session.closed"  // a session ended; Reason says why
@@ -36,6 +36,10 @@ type Event struct {
 	Step   int    `json:"step,omitempty"`
 	StepID string `json:"step_id,omitempty"`
 	Seed   *int64 `json:"seed,omitempty"`
+	// Instruction is a reset event's: the task's instruction, as the reset's
+	// answer gave it to the agent (so, like the first observation, it is
+	// public), for the judges and the samples that read the record.
+	Instruction string `json:"instruction,omitempty"`
 
 	Action      *Action      `json:"action,omitempty"`
 	Observation *Observation `json:"observation,omitempty"`

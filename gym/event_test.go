@@ -31,7 +31,7 @@ func TestEventPublic(t *testing.T) {
 			gym.Info{"hint": "be brief"}},
 		{"a source that only starts like the verifier's", gym.Event{Type: gym.EventReward, Source: "verifiers-fan", Info: gym.Info{"k": "v"}},
 			gym.Info{"k": "v"}},
-		{"reset", gym.Event{Type: gym.EventReset, Info: gym.Info{"tools": "x"}}, gym.Info{"tools": "x"}},
+		{"reset", gym.Event{Type: gym.EventReset, Instruction: "Win the game.", Info: gym.Info{"tools": "x"}}, gym.Info{"tools": "x"}},
 		{"verifier reward without details", gym.Event{Type: gym.EventReward, Reward: &one, Source: "verifier"}, nil},
 		{"a plain step", gym.Event{Type: gym.EventStep, Reward: &one}, nil},
 	} {
@@ -55,9 +55,32 @@ func TestEventPublic(t *testing.T) {
 			if same := string(b) == string(before); c.ev.IsPublic() != same {
 				t.Errorf("IsPublic %v, but the public form is %s and the event %s", c.ev.IsPublic(), b, before)
 			}
-			if (pub.Reward == nil) != (c.ev.Reward == nil) || pub.Type != c.ev.Type || pub.Source != c.ev.Source {
+			if (pub.Reward == nil) != (c.ev.Reward == nil) || pub.Type != c.ev.Type || pub.Source != c.ev.Source ||
+				pub.Instruction != c.ev.Instruction {
 				t.Errorf("public event %s lost more than the verifier's details", b)
 			}
 		})
+	}
+}
+
+// TestResetEventCarriesInstruction: a reset event records the task's
+// instruction, as the reset's answer gives it, for a task of the catalog
+// and for one given inline, at create and at a later reset.
+func TestResetEventCarriesInstruction(t *testing.T) {
+	m, mem := newManager(t, gym.Config{})
+	s := create(t, m, gym.CreateRequest{TaskID: "echo-smoke"})
+	inline := &gym.Task{ID: "say-hi", Env: "echo-v1", Instruction: "Say hi."}
+	res, err := s.Reset(t.Context(), inline, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resets []gym.Event
+	for _, ev := range mem.Session(s.ID) {
+		if ev.Type == gym.EventReset {
+			resets = append(resets, ev)
+		}
+	}
+	if len(resets) != 2 || resets[0].Instruction != "Say anything; say /done to finish." || resets[1].Instruction != "Say hi." || res.Instruction != "Say hi." {
+		t.Fatalf("reset events %+v (answer %q), want each with its task's instruction", resets, res.Instruction)
 	}
 }

@@ -148,7 +148,8 @@ func (s *Session) reset(ctx context.Context, task *Task, seed int64, opts Option
 	s.step, s.over, s.started = 0, false, time.Now()
 	ev := &Event{
 		Type: EventReset, Time: s.started, Session: s.ID, Run: s.Run, Env: s.Kind, Task: task.ID,
-		Episode: s.episode, Seed: &seed, Observation: &obs, Info: info, DurationUS: time.Since(start).Microseconds(),
+		Episode: s.episode, Seed: &seed, Instruction: task.Instruction, Observation: &obs, Info: info,
+		DurationUS: time.Since(start).Microseconds(),
 	}
 	if err := s.m.record(ctx, ev); err != nil {
 		return res, err

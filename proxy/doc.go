@@ -134,6 +134,6 @@
 // inside the server: `nextstate serve --proxy-upstream URL` mounts it
 // (server.Server.Mount) on the server's address and store, behind the
 // server's token (which is not forwarded upstream), judged by serve's
-// --judge-url; Config.OnSample wakes the stream's subscribers. Its users
+// --judge-url; the store wakes the stream's subscribers. Its users
 // are self-asserted behind that token (see Identity).
 package proxy

@@ -5,9 +5,49 @@
 // process rewards are mixed into step rewards and advantages; and each
 // trained turn becomes a training sample with slime's field names, so a
 // slime or verl rollout function takes it as it is. The methods follow
-// OpenClaw-RL (arXiv 2603.10165). rl imports gym and nothing else of the
-// project; the server wires it to sessions and the store. Judging never
-// runs on the step path.
+// OpenClaw-RL (arXiv 2603.10165). A Follower does all of it off a stream
+// of committed events, so judging never runs on the step path; the server
+// wires one to its store, and the trainer of `nextstate train` can wire
+// one in-process without a server. rl imports gym and nothing else of the
+// project: what it needs of the trajectory store is the Store interface,
+// which package store's *Store satisfies.
+//
+// # The follower
+//
+// A Follower (NewFollower with a FollowerConfig) follows each session's
+// episodes in the committed events it is handed (Publish, from the store's
+// commit hook, which never blocks; past FollowerConfig.Backlog, 65536
+// events, it reads the rest back with Store.ScanAfter instead). An episode
+// opens at its reset event, which carries the task's instruction and the
+// first observation; each step event is submitted to the judge (a Judger
+// over a Judge, or FollowerConfig.Scorer) with the prompt kind the env
+// kind declares (gym.Spec.JudgePrompt; none: toolcall when the reset info
+// lists "tools", else default), the instruction, the earlier turns and the
+// screens before and after; the episode ends at its terminating or
+// truncating step, at its session's close, at the next reset, or at Close.
+// The judges' results are appended to the Store as reward events, keyed by
+// the step ids (Source judge:prm), in batches that share commits. Once an
+// episode's outcome and all its judges are in (a Tracker), its samples are
+// built (BuildSamples, with its suite's Mix or FollowerConfig.Mix) and
+// stored together (Store.AppendSamples); readers of the store's samples
+// (the server's samples stream, an in-process trainer) take them from
+// there, by offset. Wired without a server:
+//
+//	var f *rl.Follower
+//	st, err := store.Open(dir, store.Options{OnCommit: func(evs []*gym.Event, _ []string) { f.Publish(evs) }})
+//	f, err = rl.NewFollower(rl.FollowerConfig{Store: st,
+//		Judge: rl.JudgeConfig{Endpoint: "http://localhost:8000/v1", Model: "Qwen/Qwen3-8B"}})
+//	f.Start(st.LastSeq())                            // follow what is committed from now on
+//	mgr := gym.NewManager(gym.Config{Recorder: st})  // sessions record into st, and so reach f
+//	// ... episodes run; then their samples: changed := st.SamplesChanged(),
+//	// st.Samples(ctx, store.SampleFilter{AfterOffset: n}), wait on changed ...
+//	mgr.Shutdown(ctx) // the sessions' closes end their episodes
+//	f.Close(ctx)      // the judges finish (within Drain), the last samples are stored
+//	st.Close()
+//
+// (Example_follower runs it.) An episode longer than MaxEpisodeSteps
+// (4096) is let go and gives no samples; OnJudged and OnTrajectory report
+// each judge result and each complete trajectory, for metrics.
 //
 // # The judge
 //
@@ -91,24 +131,11 @@
 // ReasonTimeout, ReasonNoValidVote, ReasonBadInput, ReasonQueueFull,
 // ReasonClosed or ReasonPanic. Close stops taking steps and drains the
 // queue until its ctx ends, then cancels what is left (ReasonClosed).
-// JudgeResult.Event is the reward event for gym.Manager.AddReward, keyed by
-// the step's id, with Source "judge:prm"; a step that was not judged gets
-// an event too, reward 0 and info judged false with the reason. Wiring
-// it into a server takes a few lines:
-//
-//	judge, err := rl.NewJudge(rl.JudgeConfig{Endpoint: "http://localhost:8000/v1", Model: "Qwen/Qwen3-8B"})
-//	tracker := rl.NewTracker(func(st *rl.TrajectoryState) { /* ApplyJudgements, BuildSamples, stream */ })
-//	judger := rl.NewJudger(judge, rl.JudgerConfig{Tracker: tracker}, func(r rl.JudgeResult) {
-//		if _, err := manager.AddReward(ctx, r.Event()); err != nil {
-//			slog.Warn("judge reward", "step", r.Ref.StepID, "err", err)
-//		}
-//	})
-//	// after a step event ev is recorded:
-//	judger.Submit(rl.StepRefOf(ev), rl.JudgeInput{Kind: rl.KindTerminal, Instruction: instruction,
-//		History: earlier, Action: rl.ActionText(*ev.Action), NextState: rl.ObservationText(*ev.Observation),
-//		ExitCode: rl.ExitCode(ev.Info)})
-//	// when the episode ends (after submitting its last step):
-//	tracker.SetOutcome(rl.TrajectoryKey{Session: ev.Session, Episode: ev.Episode}, rl.OutcomeOf(ev))
+// JudgeResult.Event is the reward event for the store (or
+// gym.Manager.AddReward), keyed by the step's id, with Source "judge:prm";
+// a step that was not judged gets an event too, reward 0 and info judged
+// false with the reason. The Follower is built of a Judger and a Tracker;
+// used alone, JudgerConfig.Tracker ties the two.
 //
 // A Tracker holds a trajectory until it is complete: its outcome is in and
 // every judge submitted for it has answered (a timeout or a full queue
@@ -118,7 +145,9 @@
 //
 // # Rewards and advantages
 //
-// A Mix (per suite; DefaultMix, or JSON that starts from it) combines the
+// A Mix (per suite; DefaultMix, or JSON that starts from it: ParseMixJSON
+// reads a suite's strictly, ParseMix the "c=1,gamma=0.9,outcome=2acc-1"
+// form of serve's --mix) combines the
 // outcome o (the verifier's reward through OutcomeMap: "identity", or
 // "2acc-1" = 2·acc − 1 for a fraction of tests passed) with the process
 // rewards r_t of the T steps (0 for a step not judged):
@@ -174,7 +203,10 @@
 //
 // # Concurrency
 //
-// Judge, Templates, Judger and Tracker are safe for concurrent use. The
+// Judge, Templates, Judger, Tracker and Follower are safe for concurrent
+// use (a Follower's Publish is called by one commit hook, in seq order).
+// A Follower owns its goroutines (the worker that follows the events, the
+// reward recorder, the Judger's workers) and Close waits for them. The
 // Judger's deliver function is called from its workers, and from Submit
 // itself for a full queue or a closed Judger; it must be quick and must
 // not call back into the Judger. The Tracker calls onComplete outside its

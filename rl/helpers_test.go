@@ -1,6 +1,7 @@
 package rl
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -72,13 +73,16 @@ type reply struct {
 	status int      // 0 for 200
 	texts  []string // the choices' contents
 	hang   bool     // wait until the client gives up
+	hold   bool     // answer texts once released (or give up with the client)
 }
 
 // scriptedJudge is an OpenAI-compatible chat endpoint that votes by rule.
 type scriptedJudge struct {
 	srv     *httptest.Server
 	release chan struct{}
+	once    sync.Once
 	rule    func(call int, req chatRequest) reply
+	entered chan string // the user text of each call that arrived, while there is room
 
 	mu    sync.Mutex
 	calls int
@@ -92,14 +96,17 @@ func newScriptedJudge(t testing.TB, rule func(call int, req chatRequest) reply) 
 	if rule == nil {
 		rule = byMarker
 	}
-	s := &scriptedJudge{rule: rule, release: make(chan struct{})}
+	s := &scriptedJudge{rule: rule, release: make(chan struct{}), entered: make(chan string, 1024)}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(func() {
-		close(s.release) // let hanging handlers return, then stop
+		s.releaseAll() // let hanging handlers return, then stop
 		s.srv.Close()
 	})
 	return s
 }
+
+// releaseAll lets the calls that hang or hold go on.
+func (s *scriptedJudge) releaseAll() { s.once.Do(func() { close(s.release) }) }
 
 // url is the base URL a JudgeConfig takes.
 func (s *scriptedJudge) url() string { return s.srv.URL + "/v1" }
@@ -117,13 +124,20 @@ func (s *scriptedJudge) serve(w http.ResponseWriter, r *http.Request) {
 	s.auth = append(s.auth, r.Header.Get("Authorization"))
 	s.paths = append(s.paths, r.URL.Path)
 	s.mu.Unlock()
+	select {
+	case s.entered <- req.userText():
+	default:
+	}
 	rep := s.rule(call, req)
-	if rep.hang {
+	if rep.hang || rep.hold {
 		select {
 		case <-r.Context().Done():
+			return
 		case <-s.release:
 		}
-		return
+		if rep.hang {
+			return
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if rep.status != 0 && rep.status != http.StatusOK {
@@ -218,6 +232,21 @@ func testJudge(t testing.TB, s *scriptedJudge, edit func(*JudgeConfig)) *Judge {
 		t.Fatal(err)
 	}
 	return j
+}
+
+// slowApart scores the steps whose action has marker with slow, the
+// others with rest: so a test gives only the hanging call a short timeout,
+// and a loaded machine cannot time the others out instead.
+type slowApart struct {
+	marker     string
+	slow, rest Scorer
+}
+
+func (s slowApart) Score(ctx context.Context, in JudgeInput) (Verdict, error) {
+	if strings.Contains(in.Action, s.marker) {
+		return s.slow.Score(ctx, in)
+	}
+	return s.rest.Score(ctx, in)
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }

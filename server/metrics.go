@@ -61,11 +61,11 @@ func newMetrics(reg prometheus.Registerer, s *Server) *metrics {
 	subs := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nextstate_subscriptions",
 		Help: "Live event subscriptions."}, func() float64 { return float64(s.broker.count()) })
 	queue := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nextstate_judge_queue_depth",
-		Help: "Steps waiting for the judge."}, func() float64 { return float64(s.sig.judgeStats().Queued) })
+		Help: "Steps waiting for the judge."}, func() float64 { return float64(s.sig.JudgeStats().Queued) })
 	inFlight := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nextstate_judge_in_flight",
-		Help: "Steps being judged."}, func() float64 { return float64(s.sig.judgeStats().InFlight) })
+		Help: "Steps being judged."}, func() float64 { return float64(s.sig.JudgeStats().InFlight) })
 	backlog := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nextstate_signals_backlog",
-		Help: "Committed events waiting for the signals pipeline."}, func() float64 { return float64(s.sig.backlogLen()) })
+		Help: "Committed events waiting for the signals pipeline."}, func() float64 { return float64(s.sig.Backlog()) })
 	lastSample := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nextstate_samples_last_offset",
 		Help: "The highest sample offset stored."}, func() float64 { return float64(s.store.LastSampleOffset()) })
 	for _, c := range []prometheus.Collector{m.created, m.steps, m.reqTime, m.errors, m.conns, m.connClose, live, last, subs,

@@ -272,7 +272,6 @@ func (s *Server) create(ctx context.Context, p wire.CreateParams) (any, *wire.Er
 	if err != nil {
 		return nil, wire.FromError(err)
 	}
-	s.sig.instruction(res.Session, res.Episode, res.Instruction)
 	s.metrics.sessionCreated(sess.Kind)
 	return res, nil
 }
@@ -368,7 +367,6 @@ func (s *Server) reset(ctx context.Context, p wire.ResetParams) (any, *wire.Erro
 	if err != nil {
 		return nil, wire.FromError(err)
 	}
-	s.sig.instruction(res.Session, res.Episode, res.Instruction)
 	return res, nil
 }
 

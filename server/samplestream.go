@@ -80,7 +80,7 @@ func (ss *sampleSub) pump() {
 	defer ss.c.s.metrics.sampleSubs.Dec()
 	st := ss.c.s.store
 	for {
-		changed := ss.c.s.sig.samplesChanged() // before reading: no missed wake-up
+		changed := st.SamplesChanged() // before reading: no missed wake-up
 		ss.mu.Lock()
 		room, from, ended := ss.window-len(ss.inflight), max(ss.next, ss.acked), ss.ended
 		ss.mu.Unlock()

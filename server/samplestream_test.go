@@ -14,7 +14,7 @@ import (
 )
 
 // addSamples stores one trajectory of n samples of run and env, as the
-// signals pipeline would, and wakes the streams.
+// signals follower would (the store wakes the streams).
 func (ts *testServer) addSamples(run, env string, n int) (first, last int64) {
 	ts.tb.Helper()
 	first, last, err := ts.store.AppendSamples(context.Background(),
@@ -29,7 +29,6 @@ func (ts *testServer) addSamples(run, env string, n int) (first, last int64) {
 	if err != nil {
 		ts.tb.Fatal(err)
 	}
-	ts.sig.samplesStored()
 	return first, last
 }
 

@@ -30,21 +30,20 @@
 // session (restart.go). Frames and bodies must be UTF-8 JSON nested at most
 // 10000 levels deep; others are refused with a -32700 that says which.
 //
-// Off the step path the server also makes training signals (SignalsConfig,
-// signals.go): the store's commit hook hands every committed event to one
-// worker goroutine, which follows each session's episodes, submits each
-// step to an LLM judge (package rl's Judger: bounded queue and
-// concurrency, per-call timeouts and retries) and reports each episode's
-// outcome to an rl.Tracker. Judge results are recorded as reward events
-// keyed by the step id (source judge:prm), in batches that share store
-// commits. A
-// trajectory whose outcome and judges are all in becomes training samples
-// (one per step, rl.BuildSamples with the suite's or the server's reward
-// mix), stored in the store's samples table and streamed to samples
-// subscribers (samplestream.go: events.subscribe "stream": "samples",
-// samples.ack, GET /v1/samples). A slow or failed judge never delays a
-// step: the commit hook only appends to a buffer, and when that overflows
-// the worker reads the events back from the store.
+// Off the step path the server also makes training signals, by wiring
+// package rl's Follower (Config.Signals) to its store: the store's commit
+// hook hands every committed event to the follower, which judges steps,
+// records the judges' reward events and stores training samples, all in
+// the store (see rl's package doc). The server only counts what it reports
+// in its metrics and closes it at Shutdown, after the sessions. The samples
+// stream stays here (samplestream.go: events.subscribe "stream": "samples",
+// samples.ack, GET /v1/samples) because all of it is the wire's: it reads
+// the store's samples log by offset (store.Samples, woken by
+// store.SamplesChanged whoever appends: the follower, a mounted proxy) and
+// adds only the connection's flow control (a window of unacknowledged
+// notifications, the outbound queue's backpressure, events.ended). An
+// in-process reader, such as the trainer of `nextstate train`, reads the
+// same log the same way, without a server.
 //
 // Config fields whose zero value is meaningful say so; the others default
 // as documented on each field.
@@ -66,6 +65,7 @@ import (
 
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/internal/auth"
+	"github.com/nextstate-rl/nextstate/rl"
 	"github.com/nextstate-rl/nextstate/store"
 	"github.com/nextstate-rl/nextstate/wire"
 )
@@ -87,9 +87,12 @@ type Config struct {
 	// A suite's Signals.Mix, if set, mixes the rewards of its tasks'
 	// trajectories.
 	Suites []*gym.Suite
-	// Signals configures judging and training samples (signals.go); the
-	// zero value judges nothing and still builds samples.
-	Signals SignalsConfig
+	// Signals configures judging and training samples (package rl's
+	// Follower); the zero value judges nothing and still builds samples.
+	// The server sets its Store (the server's) and Suites (Config.Suites),
+	// and counts what OnJudged and OnTrajectory report in its metrics
+	// before calling those given.
+	Signals rl.FollowerConfig
 	// MaxFrameBytes caps an incoming WebSocket message or HTTP body.
 	// Default wire.MaxFrameBytes (4 MiB).
 	MaxFrameBytes int
@@ -118,7 +121,7 @@ type Server struct {
 	store   *store.Store
 	mgr     *gym.Manager
 	broker  *broker
-	sig     *signals
+	sig     *rl.Follower
 	metrics *metrics
 	gather  prometheus.Gatherer
 	http    *http.Server
@@ -173,7 +176,7 @@ func New(cfg Config) (*Server, error) {
 	s.broker = newBroker()
 	st, err := store.Open(cfg.DataDir, store.Options{OnCommit: func(evs []*gym.Event, bodies []string) {
 		s.broker.publish(evs, bodies)
-		s.sig.publish(evs) // set before the first event is recorded
+		s.sig.Publish(evs) // set before the first event is recorded
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("server: opening the store in %s: %w", cfg.DataDir, err)
@@ -195,11 +198,11 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	if s.sig, err = newSignals(s, cfg.Signals, cfg.Suites); err != nil {
+	if s.sig, err = rl.NewFollower(s.followerConfig(cfg.Signals, st)); err != nil {
 		st.Close()
 		return nil, err
 	}
-	// Before the signals start (they follow this server's sessions only)
+	// Before the follower starts (it follows this server's sessions only)
 	// and before any session is admitted.
 	if err := closeCutOff(st, s.log); err != nil {
 		st.Close()
@@ -213,7 +216,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.mgr = gym.NewManager(mc)
 	s.metrics = newMetrics(reg, s)
-	s.sig.start(st.LastSeq())
+	s.sig.Start(st.LastSeq())
 	s.mux = s.routes()
 	s.http = &http.Server{
 		Handler:           s.mux,
@@ -223,6 +226,29 @@ func New(cfg Config) (*Server, error) {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	return s, nil
+}
+
+// followerConfig is cfg wired to the server: its store, its suites, its
+// metrics (which s.metrics holds by the time the follower starts).
+func (s *Server) followerConfig(cfg rl.FollowerConfig, st *store.Store) rl.FollowerConfig {
+	cfg.Store, cfg.Suites = st, s.cfg.Suites
+	if cfg.Logger == nil {
+		cfg.Logger = s.log
+	}
+	onJudged, onTrajectory := cfg.OnJudged, cfg.OnTrajectory
+	cfg.OnJudged = func(r rl.JudgeResult) {
+		s.metrics.judged(r)
+		if onJudged != nil {
+			onJudged(r)
+		}
+	}
+	cfg.OnTrajectory = func(status string, samples int) {
+		s.metrics.trajectory(status, samples)
+		if onTrajectory != nil {
+			onTrajectory(status, samples)
+		}
+	}
+	return cfg
 }
 
 // Manager returns the session manager, for in-process use.
@@ -247,10 +273,6 @@ func (s *Server) Mount(patterns []string, h http.Handler, close func(context.Con
 		s.closersMu.Unlock()
 	}
 }
-
-// NotifySamples wakes the samples-stream subscribers after samples were
-// appended to the server's store from outside the server (a mounted proxy).
-func (s *Server) NotifySamples() { s.sig.samplesStored() }
 
 // ListenAndServe listens on addr ("127.0.0.1:7070"; port 0 picks one) and
 // serves until Shutdown. It refuses a non-loopback address without a token.
@@ -342,7 +364,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 	}
 	// After the sessions: their closes end the last episodes, whose
 	// judges and samples are then finished.
-	if err := s.sig.close(ctx); err != nil {
+	if err := s.sig.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("signals: %w", err))
 	}
 	if err := s.store.Close(); err != nil {

@@ -154,7 +154,7 @@ func benchStepLatency(b *testing.B, kind string, delay time.Duration, sessions i
 	b.ReportMetric(pct(0.50), "p50_us")
 	b.ReportMetric(pct(0.99), "p99_us")
 	b.ReportMetric(0, "ns/op")
-	st := ts.sig.judgeStats()
+	st := ts.sig.JudgeStats()
 	b.ReportMetric(float64(st.Dropped), "queue_full")
 }
 

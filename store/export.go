@@ -35,7 +35,9 @@ type Episode struct {
 	Task    string `json:"task,omitempty"`
 	Episode int    `json:"episode"`
 	Seed    *int64 `json:"seed,omitempty"`
-	// ResetObservation is the observation the episode began with.
+	// Instruction is the task's instruction, and ResetObservation the
+	// observation the episode began with: both from its reset event.
+	Instruction      string           `json:"instruction,omitempty"`
 	ResetObservation *gym.Observation `json:"reset_observation,omitempty"`
 	Steps            []*EpisodeStep   `json:"steps"`
 	// Return is the sum of the steps' rewards (late rewards not included).
@@ -245,7 +247,7 @@ func (b *episodeBuilder) add(ev *gym.Event) {
 	case gym.EventReset:
 		ep := b.episode(ev)
 		b.started[ep] = true
-		ep.Seed, ep.ResetObservation = ev.Seed, ev.Observation
+		ep.Seed, ep.Instruction, ep.ResetObservation = ev.Seed, ev.Instruction, ev.Observation
 		ep.Run, ep.Env, ep.Task = ev.Run, ev.Env, ev.Task
 	case gym.EventStep:
 		ep := b.episode(ev)

@@ -65,7 +65,7 @@ func TestExportTrajectories(t *testing.T) {
 		t.Fatalf("episode order: %s/%d %s/%d %s/%d", e1.Session, e1.Episode, e2.Session, e2.Episode, e3.Session, e3.Episode)
 	}
 	if e1.Env != "echo-v1" || e1.Task != "t1" || e1.Run != "run-s" || *e1.Seed != 1 ||
-		e1.ResetObservation.Text() != "s1 reset 1" {
+		e1.ResetObservation.Text() != "s1 reset 1" || e1.Instruction != "Echo s1" {
 		t.Errorf("episode 1 header: %+v", e1)
 	}
 	if len(e1.Steps) != 2 || e1.Steps[0].StepID != "a" || e1.Steps[1].StepID != "b" ||

@@ -78,6 +78,13 @@ func (s *Store) Scan(ctx context.Context, f Filter, fn func(*gym.Event) error) e
 	return s.scanUpTo(ctx, f, upto, fn)
 }
 
+// ScanAfter is Scan of the events after seq whose type is one of types (of
+// every type when there is none), the read of a follower of the record
+// that missed some: package rl's Follower reads them so (rl.Store).
+func (s *Store) ScanAfter(ctx context.Context, seq int64, types []gym.EventType, fn func(*gym.Event) error) error {
+	return s.Scan(ctx, Filter{AfterSeq: seq, Types: types}, fn)
+}
+
 // scanUpTo is Scan with the upper seq bound given, so that the several scans
 // of one export all stop at the same point.
 func (s *Store) scanUpTo(ctx context.Context, f Filter, upto int64, fn func(*gym.Event) error) error {

@@ -70,13 +70,16 @@ type samplesDB struct {
 	nextIndex int
 
 	last atomic.Int64 // highest committed offset
+
+	changedMu sync.Mutex
+	changed   chan struct{} // closed and replaced when samples are committed
 }
 
 // openSamples opens samples.db for writing, creating or migrating it.
 func (s *Store) openSamples() error {
 	path := filepath.Join(s.dir, samplesFile)
 	ms := strconv.FormatInt(s.opts.BusyTimeout.Milliseconds(), 10)
-	db := &samplesDB{groups: map[[2]string]int{}}
+	db := &samplesDB{groups: map[[2]string]int{}, changed: make(chan struct{})}
 	s.smp = db
 	var err error
 	db.wdb, err = sql.Open("sqlite", dsn(path, url.Values{
@@ -108,7 +111,7 @@ func (s *Store) openSamplesReadOnly() error {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil // a store with no samples yet
 	}
-	db := &samplesDB{}
+	db := &samplesDB{changed: make(chan struct{})}
 	if err := db.openReader(path, strconv.FormatInt(s.opts.BusyTimeout.Milliseconds(), 10)); err != nil {
 		return err
 	}
@@ -194,21 +197,25 @@ func (db *samplesDB) close() error {
 	return errors.Join(errs...)
 }
 
-// Trajectory names the trajectory whose samples AppendSamples writes.
-type Trajectory struct {
+// Trajectory names the trajectory whose samples AppendSamples writes. It
+// and SampleEncoder are aliases of unnamed types, which package rl (which
+// imports gym only) spells out too (rl.SampleTrajectory): so the Store
+// satisfies rl.Store, the store rl's Follower writes its samples to.
+type Trajectory = struct {
 	Run, Env, Task, Session string
 	Episode                 int
 }
 
 // SampleEncoder returns the JSON objects of a trajectory's samples, in
 // order, once the store has given the trajectory its group and index.
-type SampleEncoder func(group, index int) ([][]byte, error)
+type SampleEncoder = func(group, index int) ([][]byte, error)
 
 // AppendSamples gives trajectory t its group (by run and task) and its
 // index, has encode write the samples, and stores them in one transaction.
 // It returns the offsets of the first and last sample once they are
 // committed (what that survives is as for Append); none written (an
-// encoder that returns no sample) is 0, 0. Calls are serialized.
+// encoder that returns no sample) is 0, 0. Calls are serialized. Once
+// samples are committed, the channel SamplesChanged returned is closed.
 func (s *Store) AppendSamples(ctx context.Context, t Trajectory, encode SampleEncoder) (first, last int64, err error) {
 	if s.readOnly {
 		return 0, 0, ErrReadOnly
@@ -265,7 +272,26 @@ func (s *Store) AppendSamples(ctx context.Context, t Trajectory, encode SampleEn
 	db.nextIndex++
 	last = first + int64(len(bodies)) - 1
 	db.last.Store(last)
+	db.changedMu.Lock()
+	close(db.changed)
+	db.changed = make(chan struct{})
+	db.changedMu.Unlock()
 	return first, last, nil
+}
+
+// SamplesChanged returns a channel that is closed when AppendSamples next
+// commits samples, whoever calls it (the signals follower, a mounted
+// proxy): a reader of the samples takes the channel, reads up to
+// LastSampleOffset, and waits on it for more. A read-only store's channel
+// is never closed (another process writes).
+func (s *Store) SamplesChanged() <-chan struct{} {
+	if s.smp == nil {
+		return nil
+	}
+	db := s.smp
+	db.changedMu.Lock()
+	defer db.changedMu.Unlock()
+	return db.changed
 }
 
 // LastSampleOffset returns the highest committed sample offset, 0 when

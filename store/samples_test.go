@@ -75,6 +75,33 @@ func TestSamplesNumbering(t *testing.T) {
 
 // TestSamplesEncoderErrors: an encoder's error or bad JSON stores nothing
 // and uses up no number.
+// TestSamplesChanged: the channel SamplesChanged returns is closed when
+// samples are next committed, not before, and not by an encoder that
+// writes none.
+func TestSamplesChanged(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{})
+	ch := s.SamplesChanged()
+	if _, _, err := s.AppendSamples(context.Background(), Trajectory{Run: "r"}, func(int, int) ([][]byte, error) { return nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+		t.Fatal("closed with no sample stored")
+	default:
+	}
+	appendTraj(t, s, "r", "a", 2)
+	select {
+	case <-ch:
+	default:
+		t.Fatal("not closed after samples were stored")
+	}
+	select {
+	case <-s.SamplesChanged():
+		t.Fatal("the next channel is closed already")
+	default:
+	}
+}
+
 func TestSamplesEncoderErrors(t *testing.T) {
 	s := openT(t, t.TempDir(), Options{})
 	boom := errors.New("boom")

@@ -29,7 +29,7 @@ func ptr[T any](v T) *T { return &v }
 func resetEv(session string, episode int) *gym.Event {
 	obs := gym.TextObservation(fmt.Sprintf("%s reset %d", session, episode))
 	return &gym.Event{Type: gym.EventReset, Session: session, Run: "run-" + session[:1], Env: "echo-v1",
-		Task: "t1", Episode: episode, Seed: ptr(int64(episode)), Observation: &obs}
+		Task: "t1", Episode: episode, Seed: ptr(int64(episode)), Instruction: "Echo " + session, Observation: &obs}
 }
 
 func stepEv(session string, episode, step int, stepID string, reward float64) *gym.Event {

@@ -104,10 +104,10 @@ flushed and every env is closed, within --drain.`,
 }
 
 // signalsConfig builds the server's signals config from the flags.
-func signalsConfig(j judgeFlags) (server.SignalsConfig, error) {
-	var cfg server.SignalsConfig
+func signalsConfig(j judgeFlags) (rl.FollowerConfig, error) {
+	var cfg rl.FollowerConfig
 	if j.mix != "" {
-		m, err := server.ParseMix(j.mix)
+		m, err := rl.ParseMix(j.mix)
 		if err != nil {
 			return cfg, fmt.Errorf("--mix: %w", err)
 		}

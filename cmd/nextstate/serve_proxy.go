@@ -46,7 +46,7 @@ func mountProxy(srv *server.Server, dataDir string, pf proxyFlags, j judgeFlags)
 		return err
 	}
 	cfg := proxy.Config{Upstream: pf.upstream, AllowUsers: allow, SessionRate: pf.sessionRate, UserRate: pf.userRate,
-		Store: srv.Store(), OnSample: func(int64) { srv.NotifySamples() }}
+		Store: srv.Store()}
 	if j.url != "" {
 		if cfg.Judge, err = newJudge(j); err != nil {
 			return err

@@ -68,6 +68,7 @@ func (k *Kind) Spec() gym.Spec {
 		ObservationSchema: gym.PartsSchema(0, MaxCallsPerStep, gym.PartText, gym.PartToolResult),
 		Limits: gym.Limits{MaxSteps: DefaultMaxSteps, StepTimeout: gym.Duration(MaxCommandTimeout + time.Minute),
 			EpisodeTimeout: gym.Duration(2 * time.Hour)},
+		JudgePrompt: "swe",
 	}
 }
 

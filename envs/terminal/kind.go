@@ -62,6 +62,7 @@ func (k *Kind) Spec() gym.Spec {
 	return gym.Spec{
 		Name:        KindName,
 		Description: description,
+		JudgePrompt: "terminal",
 		ActionSchema: gym.PartsSchema(1, MaxCallsPerStep,
 			gym.PartToolCall, gym.PartText),
 		ObservationSchema: gym.PartsSchema(0, MaxCallsPerStep, gym.PartText, gym.PartToolResult),

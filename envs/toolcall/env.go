@@ -92,6 +92,7 @@ func (k *Kind) Spec() gym.Spec {
 		ObservationSchema: gym.PartsSchema(0, MaxCallsPerStep+2, gym.PartText, gym.PartToolResult, gym.PartFile),
 		Limits:            k.cfg.Limits,
 		Tasks:             k.cfg.Tasks,
+		JudgePrompt:       "toolcall",
 	}
 }
 

@@ -80,6 +80,7 @@ func (k *Kind) Spec() gym.Spec {
 	return gym.Spec{
 		Name:              KindName,
 		Description:       description,
+		JudgePrompt:       "gui",
 		ActionSchema:      gui.ActionSchema(),
 		ObservationSchema: gym.PartsSchema(1, 2, gym.PartText, gym.PartImage),
 		Limits: gym.Limits{MaxSteps: DefaultMaxSteps, StepTimeout: gym.Duration(60 * time.Second),

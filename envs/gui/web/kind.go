@@ -77,6 +77,7 @@ func (k *Kind) Spec() gym.Spec {
 	return gym.Spec{
 		Name:              KindName,
 		Description:       description,
+		JudgePrompt:       "gui",
 		ActionSchema:      gui.ActionSchema(),
 		ObservationSchema: gym.PartsSchema(2, 4, gym.PartImage, gym.PartText),
 		Limits: gym.Limits{MaxSteps: DefaultMaxSteps, StepTimeout: gym.Duration(DefaultStepTimeout),

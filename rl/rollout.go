@@ -1,4 +1,4 @@
-package server
+package rl
 
 import (
 	"context"
@@ -7,8 +7,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/nextstate-rl/nextstate/gym"
-	"github.com/nextstate-rl/nextstate/rl"
-	"github.com/nextstate-rl/nextstate/store"
 )
 
 // textContextLimit and textContextSteps bound the earlier steps of the
@@ -21,28 +19,28 @@ const (
 )
 
 // complete is the Tracker's onComplete: a trajectory's outcome and judges
-// are all in, so its samples are built and stored, then streamed.
-func (g *signals) complete(st *rl.TrajectoryState) {
+// are all in, so its samples are built and stored.
+func (g *Follower) complete(st *TrajectoryState) {
 	g.finMu.Lock()
 	ep := g.finished[st.Key]
 	delete(g.finished, st.Key)
 	g.finMu.Unlock()
 	if ep == nil || len(ep.steps) == 0 {
 		if ep != nil && ep.tooLong {
-			g.s.metrics.trajectory("too_long", 0)
+			g.trajectory("too_long", 0)
 		}
 		return // an episode with no step (or too many) has nothing to train on
 	}
 	turns := policyTurns(ep)
-	rl.ApplyJudgements(turns, st)
+	ApplyJudgements(turns, st)
 	mix, ok := g.suiteMix[ep.task]
 	if !ok {
 		mix = g.mix
 	}
-	var status rl.Status
-	t := store.Trajectory{Run: ep.run, Env: ep.env, Task: ep.task, Session: ep.key.Session, Episode: ep.key.Episode}
-	first, last, err := g.s.store.AppendSamples(context.Background(), t, func(group, index int) ([][]byte, error) {
-		samples, err := rl.BuildSamples(rl.Rollout{GroupIndex: group, Index: index, Session: ep.key.Session,
+	var status Status
+	t := SampleTrajectory{Run: ep.run, Env: ep.env, Task: ep.task, Session: ep.key.Session, Episode: ep.key.Episode}
+	first, last, err := g.st.AppendSamples(context.Background(), t, func(group, index int) ([][]byte, error) {
+		samples, err := BuildSamples(Rollout{GroupIndex: group, Index: index, Session: ep.key.Session,
 			Episode: ep.key.Episode, Env: ep.env, Task: ep.task, Outcome: st.Outcome, Turns: turns}, mix)
 		if err != nil {
 			return nil, err
@@ -61,16 +59,22 @@ func (g *signals) complete(st *rl.TrajectoryState) {
 	if err != nil {
 		g.log.Error("signals: building the samples of a trajectory", "session", ep.key.Session, "episode", ep.key.Episode,
 			"task", ep.task, "err", err)
-		g.s.metrics.trajectory("error", 0)
+		g.trajectory("error", 0)
 		return
 	}
 	if last > 0 {
-		g.s.metrics.trajectory(string(status), int(last-first+1))
-		g.samplesStored()
+		g.trajectory(string(status), int(last-first+1))
 	}
 }
 
-// policyTurns makes one rl.PolicyTurn per step of an episode: from the
+// trajectory reports a complete trajectory to OnTrajectory.
+func (g *Follower) trajectory(status string, samples int) {
+	if g.onTrajectory != nil {
+		g.onTrajectory(status, samples)
+	}
+}
+
+// policyTurns makes one PolicyTurn per step of an episode: from the
 // step's gym.Turn when the agent sent one (token ids and log-probs only
 // when it sent both prompt and response ids, log-probs only one per
 // response token), else from the record as text. A context the Turn does
@@ -78,10 +82,10 @@ func (g *signals) complete(st *rl.TrajectoryState) {
 // first observation, then the earlier actions (assistant) and next states
 // (user), at most textContextSteps of them; a response it does not give is
 // the action's text.
-func policyTurns(ep *episode) []rl.PolicyTurn {
-	turns := make([]rl.PolicyTurn, len(ep.steps))
+func policyTurns(ep *episode) []PolicyTurn {
+	turns := make([]PolicyTurn, len(ep.steps))
 	for i, ev := range ep.steps {
-		pt := rl.PolicyTurn{Step: ev.Step, StepID: ev.StepID, Failure: ev.Failure}
+		pt := PolicyTurn{Step: ev.Step, StepID: ev.StepID, Failure: ev.Failure}
 		if t := ev.Turn; t != nil {
 			pt.Messages = chatMessages(t.Messages)
 			pt.Response = t.Response
@@ -109,7 +113,7 @@ func actionResponse(ev *gym.Event) string {
 	if ev.Action == nil {
 		return "{}"
 	}
-	if t := rl.ActionText(*ev.Action); t != "" {
+	if t := ActionText(*ev.Action); t != "" {
 		return t
 	}
 	b, _ := json.Marshal(ev.Action)
@@ -120,7 +124,7 @@ func actionResponse(ev *gym.Event) string {
 // instruction with the first observation, then each earlier step's action
 // (assistant) and next state (user), the oldest left out past
 // textContextLimit.
-func textContext(ep *episode, i int) []rl.Message {
+func textContext(ep *episode, i int) []Message {
 	first := ep.instruction
 	if ep.resetText != "" {
 		if first != "" {
@@ -143,24 +147,24 @@ func textContext(ep *episode, i int) []rl.Message {
 	if left := i - len(shown); left > 0 {
 		first += fmt.Sprintf("\n\n[%d earlier steps left out]", left)
 	}
-	msgs := make([]rl.Message, 1, 1+2*len(shown))
-	msgs[0] = rl.Message{Role: "user", Content: first}
+	msgs := make([]Message, 1, 1+2*len(shown))
+	msgs[0] = Message{Role: "user", Content: first}
 	for k := len(shown) - 1; k >= 0; k-- {
-		msgs = append(msgs, rl.Message{Role: "assistant", Content: shown[k][0]}, rl.Message{Role: "user", Content: shown[k][1]})
+		msgs = append(msgs, Message{Role: "assistant", Content: shown[k][0]}, Message{Role: "user", Content: shown[k][1]})
 	}
 	return msgs
 }
 
-// chatMessages reads a Turn's messages (rl.FromChat). Messages that are
+// chatMessages reads a Turn's messages (FromChat). Messages that are
 // not an array of chat messages give nil (the context is then built from
 // the record).
-func chatMessages(raw json.RawMessage) []rl.Message {
+func chatMessages(raw json.RawMessage) []Message {
 	if len(raw) == 0 {
 		return nil
 	}
-	var in []rl.ChatMessage
+	var in []ChatMessage
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return nil
 	}
-	return rl.FromChat(in)
+	return FromChat(in)
 }

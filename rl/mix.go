@@ -1,4 +1,4 @@
-package server
+package rl
 
 import (
 	"bytes"
@@ -7,8 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/nextstate-rl/nextstate/rl"
 )
 
 // mixKeys are the fields of a mix in JSON, and the names ParseMix accepts
@@ -19,9 +17,9 @@ var mixKeys = map[string]string{"c": "c", "gamma": "gamma", "outcome_map": "outc
 // as the serve command's --mix takes it: "c=1,gamma=0.9,outcome=2acc-1".
 // Names: c (the process reward's weight), gamma (the outcome's discount,
 // 0 < gamma ≤ 1), outcome (or outcome_map: identity or 2acc-1). Names not
-// given keep rl.DefaultMix's values; "" is the default mix.
-func ParseMix(s string) (rl.Mix, error) {
-	m := rl.DefaultMix()
+// given keep DefaultMix's values; "" is the default mix.
+func ParseMix(s string) (Mix, error) {
+	m := DefaultMix()
 	for _, kv := range strings.Split(s, ",") {
 		kv = strings.TrimSpace(kv)
 		if kv == "" {
@@ -53,13 +51,13 @@ func ParseMix(s string) (rl.Mix, error) {
 }
 
 // ParseMixJSON reads a reward mix from JSON strictly: an object with the
-// fields c, gamma and outcome_map, absent ones taking rl.DefaultMix's
+// fields c, gamma and outcome_map, absent ones taking DefaultMix's
 // values; any other field is an error.
-func ParseMixJSON(b []byte) (rl.Mix, error) {
+func ParseMixJSON(b []byte) (Mix, error) {
 	var fields map[string]json.RawMessage
 	d := json.NewDecoder(bytes.NewReader(b))
 	if err := d.Decode(&fields); err != nil || fields == nil {
-		return rl.Mix{}, fmt.Errorf("reward mix: want an object {\"c\": 1, \"gamma\": 1, \"outcome_map\": \"identity\"}, got %s", b)
+		return Mix{}, fmt.Errorf("reward mix: want an object {\"c\": 1, \"gamma\": 1, \"outcome_map\": \"identity\"}, got %s", b)
 	}
 	var unknown []string
 	for k := range fields {
@@ -69,11 +67,11 @@ func ParseMixJSON(b []byte) (rl.Mix, error) {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return rl.Mix{}, fmt.Errorf("reward mix: unknown field(s) %s (accepted: c, gamma, outcome_map)", strings.Join(unknown, ", "))
+		return Mix{}, fmt.Errorf("reward mix: unknown field(s) %s (accepted: c, gamma, outcome_map)", strings.Join(unknown, ", "))
 	}
-	var m rl.Mix
+	var m Mix
 	if err := json.Unmarshal(b, &m); err != nil {
-		return rl.Mix{}, err
+		return Mix{}, err
 	}
 	return m, nil
 }
