@@ -86,7 +86,7 @@ func init() { gym.Register(signalKind{}) }
 // waitTimeout bounds every wait in the follower's tests: generous, so that
 // a loaded machine or the race detector does not fail them, yet a hang
 // fails fast.
-const waitTimeout = 20 * time.Second
+const waitTimeout = time.Minute
 
 // judgedAction finds the action of the step to judge in a prompt.
 func judgedAction(prompt string) string {
