@@ -180,7 +180,7 @@ func (c *Client) notify(cn *conn, method string, params json.RawMessage) {
 		s, _ := c.subByID[n.Subscription].(*Subscription)
 		c.mu.Unlock()
 		if s != nil {
-			s.push(cn, n.Subscription, n.Event)
+			s.push(cn, n.Subscription, n.Event.Seq, n.Event)
 		}
 	case wire.NotifySample:
 		var n wire.SampleNotification
@@ -192,7 +192,7 @@ func (c *Client) notify(cn *conn, method string, params json.RawMessage) {
 		s, _ := c.subByID[n.Subscription].(*SampleSubscription)
 		c.mu.Unlock()
 		if s != nil {
-			s.push(cn, n)
+			s.push(cn, n.Subscription, n.Offset, wire.StoredSample{Offset: n.Offset, Sample: n.Sample})
 		}
 	case wire.NotifySubscriptionEnded:
 		var n wire.EndedNotification

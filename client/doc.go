@@ -62,7 +62,11 @@
 // it (the server's events.ended for a slow consumer, a dropped connection,
 // a reader that falls behind the client's buffer) by subscribing again from
 // the last seq it queued, so C delivers events in seq order with no
-// duplicates and no gaps.
+// duplicates and no gaps. Both streams, events and samples, are kept going
+// by one resubscriber: it resubscribes with the reconnect policy's backoff
+// until the server refuses for good (an invalid filter, no such method,
+// unauthorized) or the client gives up, and ends the server-side
+// subscriptions it replaces; what differs is where each stream resumes.
 //
 // Events read back, by Subscribe and by Session.Resume, come as an agent
 // may see them (gym.Event.Public): rewards without the verifier's details,

@@ -37,7 +37,6 @@ read the same samples page by page over HTTP.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import json
 import logging
@@ -48,7 +47,8 @@ import urllib.request
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional
 
-from .errors import TERMINAL_CODES, ClientClosedError, NextstateError, RPCError, error_from_wire
+from ._resubscribe import _Resubscriber
+from .errors import ClientClosedError, NextstateError, RPCError, error_from_wire
 
 if TYPE_CHECKING:
     from .client import Client
@@ -67,7 +67,7 @@ class SampleRecord:
     sample: dict[str, Any]
 
 
-class SampleStream:
+class SampleStream(_Resubscriber):
     """A resumable, acknowledged stream of training samples; see the module
     doc. Make one with :meth:`open`.
 
@@ -83,7 +83,7 @@ class SampleStream:
             raise ValueError(f"window {window}: want 1 to {MAX_WINDOW} unacknowledged samples")
         if int(after_seq) < -1:
             raise ValueError(f"after_seq {after_seq}: want an offset, 0 for the first sample, or -1 for new ones")
-        self._c = client
+        super().__init__(client)
         self.window = int(window)
         self.run, self.env, self.session = run, env, session
         self.state_file = state_file
@@ -94,19 +94,11 @@ class SampleStream:
         # committed: the resume point; None until a live-only start learns it.
         self._committed: Optional[int] = None if start == -1 else start
         self._queued_high = max(start, 0)  # highest offset queued or delivered in this process
-        self._queue: collections.deque[SampleRecord] = collections.deque()
         self._held: collections.deque[int] = collections.deque()  # delivered, not yet committed, in order
         self._finished: set[int] = set()  # committed out of order, above the prefix
         self._released = 0  # the consumer lets the server send past this
-        self._cur: Optional[tuple[int, str]] = None
         self._sub_high = 0  # highest offset the current subscription sent
         self._acked = 0  # highest offset acknowledged on the current subscription
-        self._need = True
-        self._closed = False
-        self._err: Optional[BaseException] = None
-        self._has = asyncio.Event()
-        self._wake = asyncio.Event()
-        self._task: Optional[asyncio.Task] = None
 
     @classmethod
     async def open(cls, client: "Client", **kw: Any) -> "SampleStream":
@@ -114,14 +106,7 @@ class SampleStream:
         refused the subscription with (a server without the samples stream
         answers :class:`~nextstate.errors.InvalidParamsError`)."""
         s = cls(client, **kw)
-        client._streams.add(s)
-        try:
-            await s._subscribe()
-        except BaseException:
-            client._streams.discard(s)
-            s._closed = True
-            raise
-        s._task = asyncio.get_running_loop().create_task(s._run())
+        await s._start()
         return s
 
     @property
@@ -130,14 +115,11 @@ class SampleStream:
         it is processed."""
         return self._committed if self._committed is not None else 0
 
-    @property
-    def error(self) -> Optional[BaseException]:
-        """Why the stream ended, if it failed."""
-        return self._err
+    # -- the policy --------------------------------------------------------
 
-    # -- subscribing ---------------------------------------------------------
+    _what = "sample stream"
 
-    async def _subscribe(self) -> None:
+    def _subscribe_params(self) -> dict[str, Any]:
         p: dict[str, Any] = {"stream": "samples", "after_seq": -1 if self._committed is None else self._committed,
                              "window": self.window}
         if self.run:
@@ -146,41 +128,15 @@ class SampleStream:
             p["env"] = self.env
         if self.session:
             p["session"] = self.session
-        await self._c._call("events.subscribe", p, retry=False, on_result=self._subscribed, timeout=60)
+        return p
 
-    def _subscribed(self, gen: int, result: Any) -> None:
-        sid = str((result or {}).get("subscription", ""))
-        if self._closed:
-            self._c._notify_server(gen, "events.unsubscribe", {"subscription": sid})
-            return
-        self._drop_current()
+    def _took(self, result: dict[str, Any]) -> None:
         if self._committed is None:
-            self._committed = int((result or {}).get("last_seq", 0))
+            self._committed = int(result.get("last_seq", 0))
             self._queued_high = max(self._queued_high, self._committed)
-        self._cur = (gen, sid)
         self._sub_high = self._acked = self._committed
-        self._need = False
-        self._c._routes[sid] = self
 
-    def _drop_current(self) -> None:
-        if self._cur is None:
-            return
-        gen, sid = self._cur
-        self._cur = None
-        if self._c._routes.get(sid) is self:
-            del self._c._routes[sid]
-        self._c._notify_server(gen, "events.unsubscribe", {"subscription": sid})
-
-    def _notify(self, gen: int, method: str, params: dict[str, Any]) -> None:
-        if self._cur != (gen, params.get("subscription")):
-            return
-        if method == "events.ended":
-            log.info("sample subscription ended (%s); resubscribing after %d",
-                     params.get("reason"), self.committed)
-            self._cur = None
-            self._need = True
-            self._wake.set()
-            return
+    def _item(self, method: str, params: dict[str, Any]) -> None:
         if method != "samples.sample":
             return
         try:
@@ -200,95 +156,43 @@ class SampleStream:
         self._queued_high = off
         self._has.set()
 
-    def _conn_lost(self) -> None:
-        self._cur = None
-        self._need = True
-        self._wake.set()
-
-    def _reconnected(self) -> None:
-        self._wake.set()
-
-    def _fail(self, err: BaseException) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        self._err = err
-        self._has.set()
-        self._wake.set()
-        self._c._streams.discard(self)
-
     def _ack_target(self) -> int:
         return min(max(self.committed, self._released), self._sub_high)
 
-    async def _run(self) -> None:
-        failures = 0
-        while not self._closed:
-            if self._need:
-                try:
-                    await self._subscribe()
-                    failures = 0
-                except asyncio.CancelledError:
-                    raise
-                except NextstateError as e:
-                    if self._closed:
-                        return
-                    if isinstance(e, ClientClosedError) or self._c._dead is not None or (
-                            isinstance(e, RPCError) and e.code in TERMINAL_CODES):
-                        self._fail(e)
-                        return
-                    failures += 1
-                    log.warning("resubscribing to samples failed (attempt %d): %s", failures, e)
-                    policy = self._c.reconnect
-                    await asyncio.sleep(policy.backoff(failures) if policy else 1.0)
-                continue
-            target = self._ack_target()
-            if self._cur is not None and target > self._acked:
-                gen, sid = self._cur
-                try:
-                    await self._c._call("samples.ack", {"subscription": sid, "offset": target}, retry=False,
-                                        pin=gen, timeout=60)
-                    if self._cur == (gen, sid):
-                        self._acked = max(self._acked, target)
-                except asyncio.CancelledError:
-                    raise
-                except NextstateError as e:
-                    # The connection is gone, or the server no longer has
-                    # the subscription: start over from the committed offset.
-                    log.debug("samples.ack %d: %s", target, e)
-                    if isinstance(e, ClientClosedError):
-                        self._fail(e)
-                        return
-                    if self._cur == (gen, sid):
-                        self._drop_current()
-                        self._need = True
-                continue
-            self._wake.clear()
-            if self._need or (self._cur is not None and self._ack_target() > self._acked):
-                continue
-            await self._wake.wait()
+    def _pending(self) -> bool:
+        return self._cur is not None and self._ack_target() > self._acked
+
+    async def _step(self) -> None:
+        """Acknowledges what the consumer is done with (or released)."""
+        target = self._ack_target()
+        gen, sid = self._cur
+        try:
+            await self._c._call("samples.ack", {"subscription": sid, "offset": target}, retry=False,
+                                pin=gen, timeout=60)
+            if self._cur == (gen, sid):
+                self._acked = max(self._acked, target)
+        except NextstateError as e:
+            # The connection is gone, or the server no longer has the
+            # subscription: start over from the committed offset.
+            log.debug("samples.ack %d: %s", target, e)
+            if isinstance(e, ClientClosedError):
+                self._fail(e)
+                return
+            if self._cur == (gen, sid):
+                self._resubscribe()
+
+    def _delivered(self, item: Any) -> None:
+        self._held.append(item.offset)
 
     # -- reading and acknowledging -----------------------------------------
 
-    def __aiter__(self) -> "SampleStream":
-        return self
-
     async def __anext__(self) -> SampleRecord:
-        while True:
-            if self._queue:
-                rec = self._queue.popleft()
-                self._held.append(rec.offset)
-                return rec
-            if self._closed:
-                if self._err is not None and not isinstance(self._err, ClientClosedError):
-                    raise self._err
-                raise StopAsyncIteration
-            self._has.clear()
-            await self._has.wait()
+        return await super().__anext__()
 
     async def next(self, timeout: Optional[float] = None) -> SampleRecord:
         """The next sample; ``asyncio.TimeoutError`` after ``timeout``
         seconds without one, ``StopAsyncIteration`` once the stream ended."""
-        return await asyncio.wait_for(self.__anext__(), timeout)
+        return await super().next(timeout)
 
     async def ack(self, offset: int) -> None:
         """Marks every delivered sample up to ``offset`` processed; the
@@ -337,18 +241,6 @@ class SampleStream:
         queued, or delivered and neither processed nor released."""
         top = max(self.committed, self._released)
         return len(self._queue) + sum(1 for o in self._held if o > top)
-
-    async def close(self) -> None:
-        """Ends the stream, on the server too. Idempotent."""
-        if not self._closed:
-            self._closed = True
-            self._drop_current()
-            self._c._streams.discard(self)
-            self._has.set()
-            self._wake.set()
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
 
 
 def read_offset(path: str) -> Optional[int]:
