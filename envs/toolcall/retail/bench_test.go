@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2"
 	"github.com/nextstate-rl/nextstate/gym"
 )
 
@@ -23,7 +24,7 @@ func BenchmarkReplay(b *testing.B) {
 	}
 	env := newEnv(b, nil)
 	ctx := context.Background()
-	opts := gym.Options{"user": ModeSolo}
+	opts := gym.Options{"user": tau2.ModeSolo}
 	var steps, episodes int
 	var stepTime time.Duration
 	b.ReportAllocs()
@@ -74,7 +75,7 @@ func BenchmarkStep(b *testing.B) {
 		{"calculate", call(ToolCalculate, map[string]string{"expression": "155.33 - 147.05 + 268.77 - 235.13"})},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			if _, _, err := env.Reset(ctx, &tasks[0], 1, gym.Options{"user": ModeSolo}); err != nil {
+			if _, _, err := env.Reset(ctx, &tasks[0], 1, gym.Options{"user": tau2.ModeSolo}); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nextstate-rl/nextstate/envs/toolcall"
+	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2"
 	"github.com/nextstate-rl/nextstate/gym"
 )
 
@@ -28,7 +29,7 @@ func init() {
 		Limits:      gym.Limits{MaxSteps: DefaultMaxSteps, StepTimeout: gym.Duration(3 * time.Minute)},
 		Tasks:       SmokeTasks(),
 	}, NewDomain()))
-	gym.RegisterSuiteFormat(FormatName, IsRetailDir, LoadDir)
+	tau2.RegisterDomain(format)
 }
 
 const description = `tau2-bench's retail domain: a customer-service agent helps a user with orders ` +
@@ -46,7 +47,7 @@ const description = `tau2-bench's retail domain: a customer-service agent helps 
 type Domain struct {
 	mu       sync.Mutex
 	sources  map[string]*source
-	user     *UserConfig // nil: no simulated user
+	user     *tau2.UserConfig // nil: no simulated user
 	settings map[string]string
 	refs     int // Configure calls not yet shut down
 }
@@ -132,22 +133,22 @@ func (d *Domain) Start(ctx context.Context, task *gym.Task, seed int64, opts gym
 	d.mu.Lock()
 	ucfg := d.user
 	d.mu.Unlock()
-	mode := ModeSolo
+	mode := tau2.ModeSolo
 	if ucfg != nil {
-		mode = ModeSimulated
+		mode = tau2.ModeSimulated
 	}
 	if v, ok := opts["user"]; ok {
 		switch v {
-		case ModeSolo, ModeSimulated:
+		case tau2.ModeSolo, tau2.ModeSimulated:
 			mode = v.(string)
 		default:
 			return nil, gym.AgentFault("bad_option", fmt.Errorf(`%s: reset option "user" is %v; want "solo" or "simulated"`, KindName, v))
 		}
 	}
-	if mode == ModeSimulated && ucfg == nil {
+	if mode == tau2.ModeSimulated && ucfg == nil {
 		return nil, gym.AgentFault("bad_option", fmt.Errorf(`%s: reset option "user": "simulated" needs a user simulator, and none is configured: `+
 			`start the server with --set %s=MODEL (and %s=URL for an endpoint other than OpenAI's), or use "user": "solo"`,
-			KindName, SettingUserModel, SettingUserBaseURL))
+			KindName, tau2.SettingUserModel, tau2.SettingUserBaseURL))
 	}
 	tools := retailTools
 	if v, ok := opts["think"]; ok {
@@ -164,29 +165,19 @@ func (d *Domain) Start(ctx context.Context, task *gym.Task, seed int64, opts gym
 	if err != nil {
 		return nil, gym.InfraFault("bad_task", fmt.Errorf("task %q: %w", task.ID, err))
 	}
-	if mode == ModeSolo {
+	if mode == tau2.ModeSolo {
 		ep.opening = agentInstructions + "\n<policy>\n" + src.policy + "\n</policy>\n\n" + soloInstruction(data.UserScenario)
 		return ep, nil
 	}
-	ep.user = newUserSim(*ucfg, data.UserScenario, seed)
-	first, err := ep.user.start(ctx)
+	ep.user = tau2.NewSimulator(*ucfg, KindName, data.UserScenario, seed, nil)
+	first, err := ep.user.Start(ctx)
 	if err != nil {
 		return nil, err
 	}
 	ep.opening = agentInstructions + "\n<policy>\n" + src.policy + "\n</policy>\n\n" +
-		"You greeted the user with \"" + FirstAgentMessage + "\" The user replied:\n\n" + first
+		"You greeted the user with \"" + tau2.FirstAgentMessage + "\" The user replied:\n\n" + first
 	return ep, nil
 }
-
-// User modes (reset option "user").
-const (
-	ModeSolo      = "solo"
-	ModeSimulated = "simulated"
-)
-
-// FirstAgentMessage is the agent's greeting that opens every tau2
-// conversation; the simulated user's first message answers it.
-const FirstAgentMessage = "Hi! How can I help you today?"
 
 const agentInstructions = `<instructions>
 You are a customer service agent for an online retail store. Help the user as the <policy> below says.
@@ -195,7 +186,7 @@ In each turn, either send the user a message or make a tool call, not both. Alwa
 
 // soloInstruction is a task's instruction in solo mode: the user's scenario,
 // for the agent to act on without a user to ask.
-func soloInstruction(u UserScenario) string {
+func soloInstruction(u tau2.UserScenario) string {
 	return `There is no live user in this conversation: you are acting for the user described in <user_scenario> below. ` +
 		`Take what it says as what the user told you and wants, including their confirmation of the actions it asks for; ` +
 		`anything it does not say is unknown. Do what the user wants with the tools, as far as the policy allows. ` +
@@ -220,7 +211,7 @@ func (d *Domain) Oracle(task *gym.Task) (gym.Oracle, error) {
 }
 
 // OracleActions are the actions of a task's oracle (see Domain.Oracle).
-func OracleActions(c *Criteria) []gym.Action {
+func OracleActions(c *tau2.Criteria) []gym.Action {
 	var out []gym.Action
 	for i, a := range c.Actions {
 		out = append(out, gym.Action{Parts: []gym.Part{{Type: gym.PartToolCall, ToolCall: &gym.ToolCall{
@@ -241,29 +232,15 @@ func OracleActions(c *Criteria) []gym.Action {
 type oracle struct{ gym.Oracle }
 
 // ResetOptions implements gym.OracleOptions: the oracle plays solo.
-func (*oracle) ResetOptions() gym.Options { return gym.Options{"user": ModeSolo} }
-
-// Settings keys Configure reads (`nextstate serve --set key=value`).
-const (
-	SettingUserBaseURL     = "tau2.user_base_url"    // OpenAI-compatible endpoint; default OpenAI's
-	SettingUserModel       = "tau2.user_model"       // the simulator's model; unset: no simulated user
-	SettingUserAPIKeyEnv   = "tau2.user_api_key_env" // the env var holding the API key; default OPENAI_API_KEY
-	SettingUserTemperature = "tau2.user_temperature" // default 0, as tau2's
-	SettingUserTimeout     = "tau2.user_timeout"     // per request; default 2m
-)
+func (*oracle) ResetOptions() gym.Options { return gym.Options{"user": tau2.ModeSolo} }
 
 // Configure implements gym.Configurer: it reads the tau2.* settings (see
 // the package doc). Every Manager of the process shares the registered
 // Domain: the first Configure's settings hold until the last Shutdown, and
 // a Configure with other tau2.* settings meanwhile fails.
 func (d *Domain) Configure(_ context.Context, s gym.Settings) error {
-	mine := map[string]string{}
-	for k, v := range s {
-		if strings.HasPrefix(k, "tau2.") {
-			mine[k] = v
-		}
-	}
-	cfg, err := userConfigOf(mine)
+	mine := tau2.Settings(s)
+	cfg, err := tau2.UserConfigOf(mine)
 	if err != nil {
 		return err
 	}
@@ -307,7 +284,7 @@ func (d *Domain) Shutdown(context.Context) error {
 
 // SetUser sets the user simulator's configuration directly (nil: none),
 // for a Domain used outside a Manager.
-func (d *Domain) SetUser(cfg *UserConfig) {
+func (d *Domain) SetUser(cfg *tau2.UserConfig) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.user = cfg
@@ -318,21 +295,16 @@ func (d *Domain) SetUser(cfg *UserConfig) {
 type Episode struct {
 	src      *source
 	init     *initialState
-	crit     *Criteria
+	crit     *tau2.Criteria
 	mode     string
 	tools    []toolcall.Tool
-	scenario UserScenario
+	scenario tau2.UserScenario
 	opening  string
 	st       *state
-	user     *userSim
+	user     *tau2.Simulator
 	messages []string    // the agent's messages to the user
-	calls    []agentCall // the agent's calls that reached a tool
+	calls    []tau2.Call // the agent's calls that reached a tool
 	ended    string      // why the conversation ended
-}
-
-type agentCall struct {
-	Name string
-	Args json.RawMessage
 }
 
 // fresh is a new state at the task's initial state.
@@ -360,7 +332,7 @@ func (e *Episode) Call(_ context.Context, name string, args json.RawMessage) (to
 	if !ok {
 		return toolcall.Result{}, fmt.Errorf("retail: no tool %q", name) // the Toolset lets only offered tools through
 	}
-	e.calls = append(e.calls, agentCall{Name: name, Args: args})
+	e.calls = append(e.calls, tau2.Call{Name: name, Args: args})
 	out, err := run(e.st, args)
 	if err != nil {
 		return toolcall.Result{}, err
@@ -378,19 +350,19 @@ func (e *Episode) Call(_ context.Context, name string, args json.RawMessage) (to
 // agent's message holds ###STOP###.
 func (e *Episode) Say(ctx context.Context, message string) (string, bool, error) {
 	e.messages = append(e.messages, message)
-	if e.mode == ModeSolo {
+	if e.mode == tau2.ModeSolo {
 		e.ended = "agent_message"
 		return "", true, nil
 	}
-	if strings.Contains(message, StopToken) {
+	if strings.Contains(message, tau2.StopToken) {
 		e.ended = "agent_stop"
 		return "", true, nil
 	}
-	reply, err := e.user.say(ctx, message)
+	reply, err := e.user.Say(ctx, message)
 	if err != nil {
 		return "", false, err
 	}
-	if tok := stopTokenIn(reply); tok != "" {
+	if tok := tau2.StopTokenIn(reply); tok != "" {
 		e.ended = "user " + tok
 		return reply, true, nil
 	}

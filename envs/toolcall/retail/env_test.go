@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/nextstate-rl/nextstate/envs/toolcall"
+	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2"
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/gym/gymtest"
 )
@@ -26,7 +27,7 @@ func TestGoldReplayScoresOneOnEveryTask(t *testing.T) {
 		if r != 1 {
 			t.Errorf("%s: reward %v, want 1: %v", tasks[i].ID, r, info)
 		}
-		if info["nl_assertions"] != "not_evaluated" && slices.Contains(info["reward_basis"].([]string), BasisNLAssertion) {
+		if info["nl_assertions"] != "not_evaluated" && slices.Contains(info["reward_basis"].([]string), tau2.BasisNLAssertion) {
 			t.Errorf("%s: NL_ASSERTION in the basis but info %v", tasks[i].ID, info)
 		}
 	}
@@ -37,15 +38,15 @@ func TestGoldReplayScoresOneOnEveryTask(t *testing.T) {
 func TestWrongActionScoresZero(t *testing.T) {
 	tasks := realTasks(t)
 	env := newEnv(t, nil)
-	mutations := map[string]func(a *Action) bool{
-		"cancel another order": func(a *Action) bool {
+	mutations := map[string]func(a *tau2.Action) bool{
+		"cancel another order": func(a *tau2.Action) bool {
 			if a.Name != ToolCancel {
 				return false
 			}
 			a.Arguments = setArg(t, a.Arguments, "order_id", "#W0000000x") // fails: nothing cancelled
 			return true
 		},
-		"cancel with the other reason": func(a *Action) bool {
+		"cancel with the other reason": func(a *tau2.Action) bool {
 			if a.Name != ToolCancel {
 				return false
 			}
@@ -58,7 +59,7 @@ func TestWrongActionScoresZero(t *testing.T) {
 			a.Arguments = setArg(t, a.Arguments, "reason", other)
 			return true
 		},
-		"return one item fewer": func(a *Action) bool {
+		"return one item fewer": func(a *tau2.Action) bool {
 			if a.Name != ToolReturn {
 				return false
 			}
@@ -76,7 +77,7 @@ func TestWrongActionScoresZero(t *testing.T) {
 			for i := range tasks {
 				task := tasks[i]
 				c, _ := CriteriaOf(&task)
-				if len(c.Actions) == 0 || !slices.Contains(c.RewardBasis, BasisDB) {
+				if len(c.Actions) == 0 || !slices.Contains(c.RewardBasis, tau2.BasisDB) {
 					continue
 				}
 				actions := slices.Clone(c.Actions)
@@ -263,7 +264,7 @@ func TestActionBasis(t *testing.T) {
 func TestResetOptions(t *testing.T) {
 	env := newEnv(t, nil)
 	ctx := context.Background()
-	for _, opts := range []gym.Options{{"user": "robot"}, {"user": ModeSimulated}, {"think": "yes"}} {
+	for _, opts := range []gym.Options{{"user": "robot"}, {"user": tau2.ModeSimulated}, {"think": "yes"}} {
 		_, _, err := env.Reset(ctx, smokeTask(t, 1), 1, opts)
 		var fe *gym.FaultError
 		if !errors.As(err, &fe) || fe.Fault != gym.FaultAgent {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/nextstate-rl/nextstate/envs/toolcall"
+	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2"
 	"github.com/nextstate-rl/nextstate/gym"
 )
 
@@ -102,7 +103,7 @@ func result(t testing.TB, tr gym.Transition) *gym.ToolResult {
 func play(t testing.TB, env *toolcall.Env, task *gym.Task, actions []gym.Action) (float64, gym.Info) {
 	t.Helper()
 	ctx := context.Background()
-	if _, _, err := env.Reset(ctx, task, 1, gym.Options{"user": ModeSolo}); err != nil {
+	if _, _, err := env.Reset(ctx, task, 1, gym.Options{"user": tau2.ModeSolo}); err != nil {
 		t.Fatalf("%s: reset: %v", task.ID, err)
 	}
 	for i, a := range actions {

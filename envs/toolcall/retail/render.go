@@ -1,5 +1,7 @@
 package retail
 
+import "github.com/nextstate-rl/nextstate/envs/toolcall/tau2"
+
 // The JSON tau2 returns for a record: rendered once for a loaded DB's
 // records, on demand for records an episode changed or added.
 func productJSON(p *Product) string {
@@ -36,32 +38,32 @@ func appendOptions(b []byte, o Options) []byte {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = appendPyString(b, kv.Name)
+		b = tau2.AppendString(b, kv.Name)
 		b = append(b, ": "...)
-		b = appendPyString(b, kv.Value)
+		b = tau2.AppendString(b, kv.Value)
 	}
 	return append(b, '}')
 }
 
 func appendAddress(b []byte, a *Address) []byte {
 	b = append(b, `{"address1": `...)
-	b = appendPyString(b, a.Address1)
+	b = tau2.AppendString(b, a.Address1)
 	b = append(b, `, "address2": `...)
-	b = appendPyString(b, a.Address2)
+	b = tau2.AppendString(b, a.Address2)
 	b = append(b, `, "city": `...)
-	b = appendPyString(b, a.City)
+	b = tau2.AppendString(b, a.City)
 	b = append(b, `, "country": `...)
-	b = appendPyString(b, a.Country)
+	b = tau2.AppendString(b, a.Country)
 	b = append(b, `, "state": `...)
-	b = appendPyString(b, a.State)
+	b = tau2.AppendString(b, a.State)
 	b = append(b, `, "zip": `...)
-	b = appendPyString(b, a.Zip)
+	b = tau2.AppendString(b, a.Zip)
 	return append(b, '}')
 }
 
 func appendVariant(b []byte, v *Variant) []byte {
 	b = append(b, `{"item_id": `...)
-	b = appendPyString(b, v.ItemID)
+	b = tau2.AppendString(b, v.ItemID)
 	b = append(b, `, "options": `...)
 	b = appendOptions(b, v.Options)
 	if v.Available {
@@ -69,21 +71,21 @@ func appendVariant(b []byte, v *Variant) []byte {
 	} else {
 		b = append(b, `, "available": false, "price": `...)
 	}
-	b = appendPyFloat(b, v.Price)
+	b = tau2.AppendFloat(b, v.Price)
 	return append(b, '}')
 }
 
 func appendProduct(b []byte, p *Product) []byte {
 	b = append(b, `{"name": `...)
-	b = appendPyString(b, p.Name)
+	b = tau2.AppendString(b, p.Name)
 	b = append(b, `, "product_id": `...)
-	b = appendPyString(b, p.ProductID)
+	b = tau2.AppendString(b, p.ProductID)
 	b = append(b, `, "variants": {`...)
 	for i := range p.Variants {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = appendPyString(b, p.Variants[i].ItemID)
+		b = tau2.AppendString(b, p.Variants[i].ItemID)
 		b = append(b, ": "...)
 		b = appendVariant(b, &p.Variants[i])
 	}
@@ -95,44 +97,44 @@ func appendProduct(b []byte, p *Product) []byte {
 // credit card or balance for a gift card.
 func appendPaymentMethod(b []byte, pm *PaymentMethod) []byte {
 	b = append(b, `{"source": `...)
-	b = appendPyString(b, pm.Source)
+	b = tau2.AppendString(b, pm.Source)
 	b = append(b, `, "id": `...)
-	b = appendPyString(b, pm.ID)
+	b = tau2.AppendString(b, pm.ID)
 	switch pm.Source {
 	case sourceCreditCard:
 		b = append(b, `, "brand": `...)
-		b = appendPyString(b, pm.Brand)
+		b = tau2.AppendString(b, pm.Brand)
 		b = append(b, `, "last_four": `...)
-		b = appendPyString(b, pm.LastFour)
+		b = tau2.AppendString(b, pm.LastFour)
 	case sourceGiftCard:
 		b = append(b, `, "balance": `...)
-		b = appendPyFloat(b, *pm.Balance)
+		b = tau2.AppendFloat(b, *pm.Balance)
 	}
 	return append(b, '}')
 }
 
 func appendUser(b []byte, u *User) []byte {
 	b = append(b, `{"user_id": `...)
-	b = appendPyString(b, u.UserID)
+	b = tau2.AppendString(b, u.UserID)
 	b = append(b, `, "name": {"first_name": `...)
-	b = appendPyString(b, u.Name.FirstName)
+	b = tau2.AppendString(b, u.Name.FirstName)
 	b = append(b, `, "last_name": `...)
-	b = appendPyString(b, u.Name.LastName)
+	b = tau2.AppendString(b, u.Name.LastName)
 	b = append(b, `}, "address": `...)
 	b = appendAddress(b, &u.Address)
 	b = append(b, `, "email": `...)
-	b = appendPyString(b, u.Email)
+	b = tau2.AppendString(b, u.Email)
 	b = append(b, `, "payment_methods": {`...)
 	for i := range u.PaymentMethods {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = appendPyString(b, u.PaymentMethods[i].ID)
+		b = tau2.AppendString(b, u.PaymentMethods[i].ID)
 		b = append(b, ": "...)
 		b = appendPaymentMethod(b, &u.PaymentMethods[i])
 	}
 	b = append(b, `}, "orders": `...)
-	b = appendPyStrings(b, u.Orders)
+	b = tau2.AppendStrings(b, u.Orders)
 	return append(b, '}')
 }
 
@@ -140,14 +142,14 @@ func appendOptString(b []byte, s *string) []byte {
 	if s == nil {
 		return append(b, "null"...)
 	}
-	return appendPyString(b, *s)
+	return tau2.AppendString(b, *s)
 }
 
 func appendOrder(b []byte, o *Order) []byte {
 	b = append(b, `{"order_id": `...)
-	b = appendPyString(b, o.OrderID)
+	b = tau2.AppendString(b, o.OrderID)
 	b = append(b, `, "user_id": `...)
-	b = appendPyString(b, o.UserID)
+	b = tau2.AppendString(b, o.UserID)
 	b = append(b, `, "address": `...)
 	b = appendAddress(b, &o.Address)
 	b = append(b, `, "items": [`...)
@@ -157,28 +159,28 @@ func appendOrder(b []byte, o *Order) []byte {
 			b = append(b, ", "...)
 		}
 		b = append(b, `{"name": `...)
-		b = appendPyString(b, it.Name)
+		b = tau2.AppendString(b, it.Name)
 		b = append(b, `, "product_id": `...)
-		b = appendPyString(b, it.ProductID)
+		b = tau2.AppendString(b, it.ProductID)
 		b = append(b, `, "item_id": `...)
-		b = appendPyString(b, it.ItemID)
+		b = tau2.AppendString(b, it.ItemID)
 		b = append(b, `, "price": `...)
-		b = appendPyFloat(b, it.Price)
+		b = tau2.AppendFloat(b, it.Price)
 		b = append(b, `, "options": `...)
 		b = appendOptions(b, it.Options)
 		b = append(b, '}')
 	}
 	b = append(b, `], "status": `...)
-	b = appendPyString(b, o.Status)
+	b = tau2.AppendString(b, o.Status)
 	b = append(b, `, "fulfillments": [`...)
 	for i, f := range o.Fulfillments {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
 		b = append(b, `{"tracking_id": `...)
-		b = appendPyStrings(b, f.TrackingID)
+		b = tau2.AppendStrings(b, f.TrackingID)
 		b = append(b, `, "item_ids": `...)
-		b = appendPyStrings(b, f.ItemIDs)
+		b = tau2.AppendStrings(b, f.ItemIDs)
 		b = append(b, '}')
 	}
 	b = append(b, `], "payment_history": [`...)
@@ -187,19 +189,19 @@ func appendOrder(b []byte, o *Order) []byte {
 			b = append(b, ", "...)
 		}
 		b = append(b, `{"transaction_type": `...)
-		b = appendPyString(b, p.TransactionType)
+		b = tau2.AppendString(b, p.TransactionType)
 		b = append(b, `, "amount": `...)
-		b = appendPyFloat(b, p.Amount)
+		b = tau2.AppendFloat(b, p.Amount)
 		b = append(b, `, "payment_method_id": `...)
-		b = appendPyString(b, p.PaymentMethodID)
+		b = tau2.AppendString(b, p.PaymentMethodID)
 		b = append(b, '}')
 	}
 	b = append(b, `], "cancel_reason": `...)
 	b = appendOptString(b, o.CancelReason)
 	b = append(b, `, "exchange_items": `...)
-	b = appendPyStrings(b, o.ExchangeItems)
+	b = tau2.AppendStrings(b, o.ExchangeItems)
 	b = append(b, `, "exchange_new_items": `...)
-	b = appendPyStrings(b, o.ExchangeNewItems)
+	b = tau2.AppendStrings(b, o.ExchangeNewItems)
 	b = append(b, `, "exchange_payment_method_id": `...)
 	b = appendOptString(b, o.ExchangePaymentMethodID)
 	b = append(b, `, "exchange_price_difference": `...)
@@ -209,10 +211,10 @@ func appendOrder(b []byte, o *Order) []byte {
 	case o.exchangeDiffInt:
 		b = append(b, '0')
 	default:
-		b = appendPyFloat(b, *o.ExchangePriceDifference)
+		b = tau2.AppendFloat(b, *o.ExchangePriceDifference)
 	}
 	b = append(b, `, "return_items": `...)
-	b = appendPyStrings(b, o.ReturnItems)
+	b = tau2.AppendStrings(b, o.ReturnItems)
 	b = append(b, `, "return_payment_method_id": `...)
 	b = appendOptString(b, o.ReturnPaymentMethodID)
 	return append(b, '}')

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2"
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/gym/gymtest"
 )
@@ -151,8 +154,8 @@ func (f *fakeUser) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func userSettings(url string) gym.Settings {
-	return gym.Settings{SettingUserBaseURL: url + "/v1", SettingUserModel: "sim-model",
-		SettingUserAPIKeyEnv: "RETAIL_TEST_USER_KEY", SettingUserTemperature: "0.5", SettingUserTimeout: "10s"}
+	return gym.Settings{tau2.SettingUserBaseURL: url + "/v1", tau2.SettingUserModel: "sim-model",
+		tau2.SettingUserAPIKeyEnv: "RETAIL_TEST_USER_KEY", tau2.SettingUserTemperature: "0.5", tau2.SettingUserTimeout: "10s"}
 }
 
 // A simulated user: its first message opens the episode, it answers the
@@ -178,7 +181,7 @@ func TestSimulatedUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustContain(t, obs.Text(), "Hi, I'd like to cancel my order #S1004.", FirstAgentMessage, "<policy>")
+	mustContain(t, obs.Text(), "Hi, I'd like to cancel my order #S1004.", tau2.FirstAgentMessage, "<policy>")
 	if strings.Contains(obs.Text(), "tomas.reyes@example.net") {
 		t.Error("the opening shows the agent the user's scenario")
 	}
@@ -196,11 +199,11 @@ func TestSimulatedUser(t *testing.T) {
 		}
 	}
 	tr, err = env.Step(ctx, gym.TextAction("Your order #S1004 is cancelled; the refund is on your gift card."))
-	if err != nil || !tr.Terminated || !strings.Contains(tr.Observation.Text(), StopToken) {
+	if err != nil || !tr.Terminated || !strings.Contains(tr.Observation.Text(), tau2.StopToken) {
 		t.Fatalf("last step: %+v %v", tr, err)
 	}
 	r, info, err := env.Verify(ctx)
-	if err != nil || r != 1 || info["user"] != ModeSimulated || info["ended"] != "user "+StopToken {
+	if err != nil || r != 1 || info["user"] != tau2.ModeSimulated || info["ended"] != "user "+tau2.StopToken {
 		t.Fatalf("verify: %v %v %v", r, info, err)
 	}
 
@@ -220,8 +223,8 @@ func TestSimulatedUser(t *testing.T) {
 	if got := strings.Join(roles, " "); got != "system user assistant user assistant user" {
 		t.Errorf("roles %q: the agent's messages go as user, the simulator's as assistant", got)
 	}
-	mustContain(t, req.Messages[0].Content, "<scenario>", "tomas.reyes@example.net", StopToken, TransferToken, OutOfScopeToken)
-	if req.Messages[1].Content != FirstAgentMessage {
+	mustContain(t, req.Messages[0].Content, "<scenario>", "tomas.reyes@example.net", tau2.StopToken, tau2.TransferToken, tau2.OutOfScopeToken)
+	if req.Messages[1].Content != tau2.FirstAgentMessage {
 		t.Errorf("first message to the simulator %q", req.Messages[1].Content)
 	}
 }
@@ -237,13 +240,13 @@ func TestSimulatedUserFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := newEnv(t, d)
-	_, _, err := env.Reset(context.Background(), smokeTask(t, 1), 1, gym.Options{"user": ModeSimulated})
+	_, _, err := env.Reset(context.Background(), smokeTask(t, 1), 1, gym.Options{"user": tau2.ModeSimulated})
 	var fe *gym.FaultError
 	if !errors.As(err, &fe) || fe.Fault != gym.FaultInfra || fe.Reason != "user_simulator" {
 		t.Fatalf("got %v, want an infrastructure fault", err)
 	}
 	// Solo needs no simulator.
-	if _, _, err := env.Reset(context.Background(), smokeTask(t, 1), 1, gym.Options{"user": ModeSolo}); err != nil {
+	if _, _, err := env.Reset(context.Background(), smokeTask(t, 1), 1, gym.Options{"user": tau2.ModeSolo}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -252,10 +255,10 @@ func TestSimulatedUserFailure(t *testing.T) {
 // Manager's settings, and a simulated session runs through it.
 func TestSettings(t *testing.T) {
 	for _, s := range []gym.Settings{
-		{SettingUserBaseURL: "http://x"}, // no model
-		{SettingUserModel: "m", SettingUserBaseURL: "http://x", SettingUserTemperature: "hot"},
-		{SettingUserModel: "m", SettingUserBaseURL: "http://x", SettingUserTimeout: "-1s"},
-		{SettingUserModel: "m", SettingUserAPIKeyEnv: "RETAIL_TEST_NO_SUCH_KEY"}, // OpenAI's API without a key
+		{tau2.SettingUserBaseURL: "http://x"}, // no model
+		{tau2.SettingUserModel: "m", tau2.SettingUserBaseURL: "http://x", tau2.SettingUserTemperature: "hot"},
+		{tau2.SettingUserModel: "m", tau2.SettingUserBaseURL: "http://x", tau2.SettingUserTimeout: "-1s"},
+		{tau2.SettingUserModel: "m", tau2.SettingUserAPIKeyEnv: "RETAIL_TEST_NO_SUCH_KEY"}, // OpenAI's API without a key
 	} {
 		if err := NewDomain().Configure(context.Background(), s); err == nil {
 			t.Errorf("settings %v accepted", s)
@@ -288,4 +291,37 @@ func TestSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustContain(t, res.Observation.Text(), "acting for the user")
+}
+
+// A folder of another tau2 domain (airline's has retail's files) fails to
+// load with a message that names the domain and the supported ones, and so
+// does a retail folder that lacks a file.
+func TestOtherDomainFolders(t *testing.T) {
+	write := func(dir, name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	airline := t.TempDir()
+	write(airline, FileTasks, `[{"id": "0", "user_scenario": {"instructions": {"domain": "airline", "reason_for_call": "x", "task_instructions": "y"}}}]`)
+	write(airline, FileDB, `{"flights": {}, "users": {}, "reservations": {}}`)
+	write(airline, FilePolicy, "# Airline policy")
+	_, err := gym.LoadSuite(airline)
+	if err == nil || !strings.Contains(err.Error(), `tau2 domain "airline" is not supported: the supported tau2 domains are `) ||
+		!strings.Contains(err.Error(), "retail") {
+		t.Errorf("airline folder: %v", err)
+	}
+	if IsRetailDir(airline) {
+		t.Error("the airline folder is detected as a retail folder")
+	}
+	partial := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(dataDir(t), FileTasks))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(partial, FileTasks, string(b))
+	write(partial, FilePolicy, "# Policy")
+	if _, err := gym.LoadSuite(partial); err == nil || !strings.Contains(err.Error(), "a tau2 retail folder holds db.json, tasks.json, policy.md; this one lacks db.json") {
+		t.Errorf("retail folder without db.json: %v", err)
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+
+	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2"
 )
 
 // state is one episode's database: the shared, read-only base DB and the
@@ -182,7 +184,7 @@ func sameProduct(a, b *Product) bool {
 	}
 	for i := range a.Variants {
 		x, y := &a.Variants[i], &b.Variants[i]
-		if x.ItemID != y.ItemID || !x.Options.equal(y.Options) || x.Available != y.Available || !sameFloat(x.Price, y.Price) {
+		if x.ItemID != y.ItemID || !x.Options.equal(y.Options) || x.Available != y.Available || !tau2.SameFloat(x.Price, y.Price) {
 			return false
 		}
 	}
@@ -329,7 +331,7 @@ func (s *state) appendDB(b []byte) []byte {
 			b = append(b, ", "...)
 		}
 		n++
-		b = appendPyString(b, p.ProductID)
+		b = tau2.AppendString(b, p.ProductID)
 		b = append(b, ": "...)
 		b = appendProduct(b, p)
 		return true
@@ -341,7 +343,7 @@ func (s *state) appendDB(b []byte) []byte {
 			b = append(b, ", "...)
 		}
 		n++
-		b = appendPyString(b, u.UserID)
+		b = tau2.AppendString(b, u.UserID)
 		b = append(b, ": "...)
 		b = appendUser(b, u)
 		return true
@@ -353,7 +355,7 @@ func (s *state) appendDB(b []byte) []byte {
 				b = append(b, ", "...)
 			}
 			o, _ := s.order(id)
-			b = appendPyString(b, id)
+			b = tau2.AppendString(b, id)
 			b = append(b, ": "...)
 			b = appendOrder(b, o)
 		}

@@ -2,7 +2,6 @@ package retail
 
 import (
 	"encoding/json"
-	"math"
 	"strings"
 	"testing"
 )
@@ -166,27 +165,6 @@ func TestParseDBErrors(t *testing.T) {
 		if _, err := ParseDB([]byte(bad)); err == nil {
 			t.Errorf("db %s accepted", bad)
 		}
-	}
-}
-
-// Floats are written as Python's repr writes them, strings as json.dumps.
-func TestPythonFormatting(t *testing.T) {
-	for f, want := range map[float64]string{
-		100: "100.0", 0.30000000000000004: "0.30000000000000004", 1e-05: "1e-05", 0.0001: "0.0001", 1e16: "1e+16",
-		1234567890123456: "1234567890123456.0", 1.5e300: "1.5e+300", -0.5: "-0.5", math.Copysign(0, -1): "-0.0",
-		123.45: "123.45", 5e-324: "5e-324", math.Inf(1): "inf",
-	} {
-		if got := pyRepr(f); got != want {
-			t.Errorf("repr(%v) = %q, want %q", f, got, want)
-		}
-	}
-	for f, want := range map[float64]float64{2.675: 2.67, 0.125: 0.12, 0.375: 0.38, 1.005: 1, -0.001: math.Copysign(0, -1), 1e20: 1e20} {
-		if got := pyRound2(f); !sameFloat(got, want) {
-			t.Errorf("round(%v, 2) = %v, want %v", f, got, want)
-		}
-	}
-	if got, want := string(appendPyString(nil, "a\"\\/\n\t\x01\x7fé😀<>&")), `"a\"\\/\n\t\u0001\u007f\u00e9\ud83d\ude00<>&"`; got != want {
-		t.Errorf("string: %s, want %s", got, want)
 	}
 }
 

@@ -2,12 +2,10 @@ package retail
 
 import (
 	"context"
-	"encoding/json"
-	"reflect"
 	"slices"
-	"strings"
 
 	"github.com/nextstate-rl/nextstate/envs/toolcall"
+	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2"
 	"github.com/nextstate-rl/nextstate/gym"
 )
 
@@ -44,7 +42,7 @@ func (e *Episode) Verify(context.Context) (float64, gym.Info, error) {
 
 	db := gym.Info{}
 	dbReward := 1.0
-	if c.noActions {
+	if c.NoActions {
 		db["note"] = "no gold actions or env assertions: the database is not checked"
 	} else {
 		gold, err := e.fresh()
@@ -73,99 +71,33 @@ func (e *Episode) Verify(context.Context) (float64, gym.Info, error) {
 	}
 	db["reward"] = dbReward
 	info["db"] = db
-	if in(BasisDB) {
+	if in(tau2.BasisDB) {
 		reward *= dbReward
-		breakdown[BasisDB] = dbReward
+		breakdown[tau2.BasisDB] = dbReward
 	}
-	if in(BasisEnvAssertion) {
+	if in(tau2.BasisEnvAssertion) {
 		if len(c.EnvAssertions) == 0 {
-			breakdown[BasisEnvAssertion] = 1
+			breakdown[tau2.BasisEnvAssertion] = 1
 		} else {
 			info["env_assertions"] = "not_evaluated"
 		}
 	}
-	if in(BasisCommunicate) {
-		r, checks := e.communicated(c.CommunicateInfo)
+	if in(tau2.BasisCommunicate) {
+		r, checks := tau2.Communicated(e.messages, c.CommunicateInfo)
 		reward *= r
-		breakdown[BasisCommunicate] = r
+		breakdown[tau2.BasisCommunicate] = r
 		info["communicate"] = checks
 	}
-	if in(BasisAction) {
-		r, checks := e.actionsMatched(c.Actions)
+	if in(tau2.BasisAction) {
+		r, checks := tau2.ActionsMatched(e.calls, c.Actions)
 		reward *= r
-		breakdown[BasisAction] = r
+		breakdown[tau2.BasisAction] = r
 		info["action"] = checks
 	}
-	if in(BasisNLAssertion) {
+	if in(tau2.BasisNLAssertion) {
 		info["nl_assertions"] = "not_evaluated"
 		info["nl_assertions_note"] = "NL_ASSERTION needs an LLM judge; the reward leaves it out"
 	}
 	info["reward_breakdown"] = breakdown
 	return reward, info, nil
-}
-
-// communicated is tau2's COMMUNICATE check.
-func (e *Episode) communicated(want []string) (float64, []gym.Info) {
-	reward := 1.0
-	var checks []gym.Info
-	for _, s := range want {
-		met := false
-		for _, m := range e.messages {
-			if strings.Contains(strings.ReplaceAll(strings.ToLower(m), ",", ""), strings.ToLower(s)) {
-				met = true
-				break
-			}
-		}
-		if !met {
-			reward = 0
-		}
-		checks = append(checks, gym.Info{"info": s, "met": met})
-	}
-	return reward, checks
-}
-
-// actionsMatched is tau2's ACTION check.
-func (e *Episode) actionsMatched(gold []Action) (float64, []gym.Info) {
-	reward := 1.0
-	var checks []gym.Info
-	for _, a := range gold {
-		met := false
-		for _, call := range e.calls {
-			if call.Name == a.Name && argsMatch(a, call.Args) {
-				met = true
-				break
-			}
-		}
-		if !met {
-			reward = 0
-		}
-		checks = append(checks, gym.Info{"action_id": a.ActionID, "name": a.Name, "met": met})
-	}
-	return reward, checks
-}
-
-// argsMatch compares a call's arguments with a gold action's on the keys
-// compare_args names, or on the call's own keys when it names none; values
-// compare as Python compares decoded JSON (1 equals 1.0).
-func argsMatch(a Action, callArgs json.RawMessage) bool {
-	var got, want map[string]any
-	if json.Unmarshal(callArgs, &got) != nil || json.Unmarshal(a.Arguments, &want) != nil {
-		return false
-	}
-	keys := a.CompareArgs
-	if keys == nil {
-		for k := range got {
-			keys = append(keys, k)
-		}
-	}
-	pick := func(m map[string]any) map[string]any {
-		out := map[string]any{}
-		for _, k := range keys {
-			if v, ok := m[k]; ok {
-				out[k] = v
-			}
-		}
-		return out
-	}
-	return reflect.DeepEqual(pick(got), pick(want))
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2"
 )
 
 // The tools that change the database. Each checks what tau2's checks, in
@@ -140,7 +142,7 @@ func exchangeDeliveredOrderItems(s *state, args json.RawMessage) (string, error)
 		}
 		diff += v.Price - o.Items[i].Price
 	}
-	diff = pyRound2(diff)
+	diff = tau2.Round2(diff)
 	u, i, err := s.getPaymentMethod(o.UserID, a.PaymentMethodID)
 	if err != nil {
 		return "", err

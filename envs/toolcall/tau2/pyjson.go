@@ -1,4 +1,4 @@
-package retail
+package tau2
 
 import (
 	"math"
@@ -13,10 +13,10 @@ import (
 // writes them (100.0, 1e-05). The functions here write the same bytes, so
 // an agent reads exactly what it would read in tau2.
 
-// appendPyString writes s as Python's json.dumps does with ensure_ascii:
+// AppendString writes s as Python's json.dumps does with ensure_ascii:
 // " and \ escaped, \n \r \t \b \f by name, every other character outside
 // " ".."~" as \uXXXX (UTF-16 surrogate pairs beyond the BMP); "/" is kept.
-func appendPyString(b []byte, s string) []byte {
+func AppendString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	u := func(v rune) {
 		b = append(b, '\\', 'u', hex[v>>12&0xf], hex[v>>8&0xf], hex[v>>4&0xf], hex[v&0xf])
@@ -70,9 +70,9 @@ func appendPyString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// appendPyFloat writes f as json.dumps does: repr(f), with infinities and
+// AppendFloat writes f as json.dumps does: repr(f), with infinities and
 // NaN as Infinity, -Infinity and NaN.
-func appendPyFloat(b []byte, f float64) []byte {
+func AppendFloat(b []byte, f float64) []byte {
 	switch {
 	case math.IsNaN(f):
 		return append(b, "NaN"...)
@@ -92,14 +92,14 @@ func appendPyFloat(b []byte, f float64) []byte {
 		}
 		return append(b, ".0"...)
 	}
-	return append(b, pyRepr(f)...)
+	return append(b, Repr(f)...)
 }
 
-// pyRepr is Python's repr(f), which str(f) equals: the shortest digits
+// Repr is Python's repr(f), which str(f) equals: the shortest digits
 // that read back as f, in fixed notation when the decimal point falls in
 // (-4, 16] digits from the start (with ".0" when the value is whole), else
 // scientific with a signed exponent of at least two digits (1e-05, 1e+16).
-func pyRepr(f float64) string {
+func Repr(f float64) string {
 	switch {
 	case math.IsNaN(f):
 		return "nan"
@@ -148,10 +148,10 @@ func pyRepr(f float64) string {
 	return out
 }
 
-// pyRound2 is Python's round(x, 2) for a float: the two-decimal value
+// Round2 is Python's round(x, 2) for a float: the two-decimal value
 // nearest the exact binary value of x (the correctly rounded "%.2f"),
 // keeping the sign of a zero (round(-0.001, 2) is -0.0).
-func pyRound2(x float64) float64 {
+func Round2(x float64) float64 {
 	if math.IsInf(x, 0) || math.IsNaN(x) {
 		return x
 	}
@@ -162,13 +162,14 @@ func pyRound2(x float64) float64 {
 	return r
 }
 
-// sameFloat is equality as tau2's database hash sees it: the same repr,
+// SameFloat is equality as tau2's database hash sees it: the same repr,
 // so 0.0 and -0.0 differ.
-func sameFloat(a, b float64) bool {
+func SameFloat(a, b float64) bool {
 	return a == b && math.Signbit(a) == math.Signbit(b) || a != a && b != b
 }
 
-func appendPyStrings(b []byte, ss []string) []byte {
+// AppendStrings writes a list of strings as json.dumps does (null for nil).
+func AppendStrings(b []byte, ss []string) []byte {
 	if ss == nil {
 		return append(b, "null"...)
 	}
@@ -177,7 +178,7 @@ func appendPyStrings(b []byte, ss []string) []byte {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = appendPyString(b, s)
+		b = AppendString(b, s)
 	}
 	return append(b, ']')
 }
