@@ -33,6 +33,7 @@ import (
 	_ "github.com/nextstate-rl/nextstate/envs/toolcall/bfcl"
 	_ "github.com/nextstate-rl/nextstate/envs/toolcall/code"
 	_ "github.com/nextstate-rl/nextstate/envs/toolcall/retail"
+	_ "github.com/nextstate-rl/nextstate/envs/toolcall/telecom"
 	_ "github.com/nextstate-rl/nextstate/gym/testenvs"
 	"github.com/nextstate-rl/nextstate/server"
 	"github.com/nextstate-rl/nextstate/wire"

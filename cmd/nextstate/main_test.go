@@ -183,6 +183,19 @@ verifier: {secret_hint: never shown}
 	}
 }
 
+// A folder of a tau2 domain the binary does not run (airline's, which has
+// retail's files) is refused as such, naming the domains it runs.
+func TestTasksListUnsupportedTau2Domain(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "tasks.json"), []byte(`[{"id": "0", "user_scenario": {"instructions": {"domain": "airline", "reason_for_call": "r", "task_instructions": "i"}}}]`), 0o644)
+	os.WriteFile(filepath.Join(dir, "db.json"), []byte(`{"flights": {}}`), 0o644)
+	os.WriteFile(filepath.Join(dir, "policy.md"), []byte("# Airline policy"), 0o644)
+	_, err := run(t, "tasks", "list", dir)
+	if err == nil || !strings.Contains(err.Error(), `tau2 domain "airline" is not supported: the supported tau2 domains are retail and telecom`) {
+		t.Errorf("airline folder: %v", err)
+	}
+}
+
 func TestServeRefusesOpenAddressWithoutToken(t *testing.T) {
 	_, err := run(t, "serve", "--addr", "0.0.0.0:0", "--data", t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "token") {

@@ -78,10 +78,12 @@ func checkRows(t *testing.T, dir string, model string) []map[string]any {
 
 func TestRunOracleOnBuiltInSuites(t *testing.T) {
 	suites := []string{"bfcl-v1"}
-	if _, err := gym.Lookup("tau2-retail-v1"); err == nil {
-		suites = append(suites, "tau2-retail-v1")
-	} else {
-		t.Log("tau2-retail-v1 is not registered in this binary: only bfcl-v1")
+	for _, k := range []string{"tau2-retail-v1", "tau2-telecom-v1"} {
+		if _, err := gym.Lookup(k); err == nil {
+			suites = append(suites, k)
+		} else {
+			t.Logf("%s is not registered in this binary", k)
+		}
 	}
 	dir := t.TempDir()
 	args := []string{"--oracle", "-k", "2", "--out", dir}

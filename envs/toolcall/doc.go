@@ -1,8 +1,8 @@
 // Package toolcall is the tool-call env: function calling, exactly as chat
-// models emit it, against stateful domains. A Domain (tau2 retail, BFCL,
-// the code interpreter; each in a subpackage that registers its own kind)
-// starts Episodes; NewKind wraps a Domain in a gym kind whose Env does what
-// every domain shares:
+// models emit it, against stateful domains. A Domain (tau2 retail and
+// telecom, BFCL, the code interpreter; each in a subpackage that registers
+// its own kind) starts Episodes; NewKind wraps a Domain in a gym kind whose
+// Env does what every domain shares:
 //
 //   - Tools are declared in the OpenAI function-calling shape (Tool: name,
 //     description, a JSON Schema of the parameters). The reset observation

@@ -7,10 +7,10 @@ import (
 	"github.com/nextstate-rl/nextstate/gym"
 )
 
-// Domain starts episodes of one family of tool-call tasks: tau2 retail,
-// BFCL, the code interpreter. NewKind turns a Domain into a gym kind; the
-// shared Env does the rest (parsing actions, checking calls against the
-// tools' schemas, counting the agent's bad calls, truncating).
+// Domain starts episodes of one family of tool-call tasks: tau2 retail or
+// telecom, BFCL, the code interpreter. NewKind turns a Domain into a gym
+// kind; the shared Env does the rest (parsing actions, checking calls
+// against the tools' schemas, counting the agent's bad calls, truncating).
 //
 // A Domain that also implements gym.Configurer is configured by the
 // Manager through its kind, and one that implements gym.OracleKind gives

@@ -2,8 +2,8 @@ package retail
 
 import (
 	"context"
+	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2/tau2test"
 	"testing"
-	"time"
 
 	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2"
 	"github.com/nextstate-rl/nextstate/gym"
@@ -22,36 +22,7 @@ func BenchmarkReplay(b *testing.B) {
 	for i := range tasks {
 		scripts[i] = oracleActions(b, &tasks[i])
 	}
-	env := newEnv(b, nil)
-	ctx := context.Background()
-	opts := gym.Options{"user": tau2.ModeSolo}
-	var steps, episodes int
-	var stepTime time.Duration
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		for i := range tasks {
-			if _, _, err := env.Reset(ctx, &tasks[i], 1, opts); err != nil {
-				b.Fatal(err)
-			}
-			start := time.Now()
-			for _, a := range scripts[i] {
-				if _, err := env.Step(ctx, a); err != nil {
-					b.Fatal(err)
-				}
-			}
-			stepTime += time.Since(start)
-			steps += len(scripts[i])
-			r, _, err := env.Verify(ctx)
-			if err != nil || r != 1 {
-				b.Fatalf("%s: reward %v, %v", tasks[i].ID, r, err)
-			}
-			episodes++
-		}
-	}
-	b.ReportMetric(float64(steps)/stepTime.Seconds(), "steps/s")
-	b.ReportMetric(float64(stepTime.Nanoseconds())/float64(steps), "ns/step")
-	b.ReportMetric(float64(episodes)/b.Elapsed().Seconds(), "episodes/s")
+	tau2test.BenchReplay(b, newEnv(b, nil), tasks, scripts)
 }
 
 // BenchmarkStep runs one tool call per step on an episode of the real

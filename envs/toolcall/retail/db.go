@@ -3,7 +3,6 @@ package retail
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -150,11 +149,11 @@ var orderStatuses = []string{"processed", "pending", "pending (item modified)", 
 func ParseDB(data []byte) (*DB, error) {
 	db := &DB{Products: map[string]*Product{}, Users: map[string]*User{}, Orders: map[string]*Order{}}
 	seen := map[string]bool{}
-	err := eachMember(data, func(table string, raw json.RawMessage) error {
+	err := tau2.EachMember(data, func(table string, raw json.RawMessage) error {
 		seen[table] = true
 		switch table {
 		case "products":
-			return eachMember(raw, func(id string, raw json.RawMessage) error {
+			return tau2.EachMember(raw, func(id string, raw json.RawMessage) error {
 				p, err := parseProduct(id, raw)
 				if err != nil {
 					return err
@@ -166,7 +165,7 @@ func ParseDB(data []byte) (*DB, error) {
 				return nil
 			})
 		case "users":
-			return eachMember(raw, func(id string, raw json.RawMessage) error {
+			return tau2.EachMember(raw, func(id string, raw json.RawMessage) error {
 				u, err := parseUser(id, raw)
 				if err != nil {
 					return err
@@ -178,7 +177,7 @@ func ParseDB(data []byte) (*DB, error) {
 				return nil
 			})
 		case "orders":
-			return eachMember(raw, func(id string, raw json.RawMessage) error {
+			return tau2.EachMember(raw, func(id string, raw json.RawMessage) error {
 				o, err := parseOrder(id, raw)
 				if err != nil {
 					return err
@@ -233,7 +232,7 @@ func parseProduct(id string, raw json.RawMessage) (*Product, error) {
 	if p.ProductID != id {
 		return nil, fmt.Errorf("product %s: product_id is %q", id, p.ProductID)
 	}
-	err := eachMember(aux.Variants, func(vid string, raw json.RawMessage) error {
+	err := tau2.EachMember(aux.Variants, func(vid string, raw json.RawMessage) error {
 		var v Variant
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return fmt.Errorf("variant %s: %w", vid, err)
@@ -267,7 +266,7 @@ func parseUser(id string, raw json.RawMessage) (*User, error) {
 	if u.Orders == nil {
 		u.Orders = []string{}
 	}
-	err := eachMember(aux.PaymentMethods, func(pid string, raw json.RawMessage) error {
+	err := tau2.EachMember(aux.PaymentMethods, func(pid string, raw json.RawMessage) error {
 		var pm PaymentMethod
 		if err := json.Unmarshal(raw, &pm); err != nil {
 			return fmt.Errorf("payment method %s: %w", pid, err)
@@ -322,38 +321,6 @@ func parseOrder(id string, raw json.RawMessage) (*Order, error) {
 	return &o, nil
 }
 
-// eachMember calls fn for each member of the JSON object data, in order.
-func eachMember(data []byte, fn func(key string, raw json.RawMessage) error) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	t, err := dec.Token()
-	if err != nil {
-		return err
-	}
-	if d, ok := t.(json.Delim); !ok || d != '{' {
-		return fmt.Errorf("want a JSON object, got %v", t)
-	}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return err
-		}
-		if err := fn(t.(string), raw); err != nil {
-			return err
-		}
-	}
-	if _, err := dec.Token(); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("text after the JSON object")
-	}
-	return nil
-}
-
 // UnmarshalJSON reads an object of option names to string values, in order.
 func (o *Options) UnmarshalJSON(b []byte) error {
 	if string(bytes.TrimSpace(b)) == "null" {
@@ -361,7 +328,7 @@ func (o *Options) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	out := Options{}
-	err := eachMember(b, func(k string, raw json.RawMessage) error {
+	err := tau2.EachMember(b, func(k string, raw json.RawMessage) error {
 		var v string
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return fmt.Errorf("option %q: %w", k, err)

@@ -5,13 +5,16 @@
 // returns or exchanges orders through tools that read and change a mock
 // database. Import the package for its side effect (cmd/nextstate does):
 // it registers the kind with gym and the "tau2-retail" folder format with
-// gym.RegisterSuiteFormat.
+// tau2.RegisterDomain. What tau2's domains share (the task format, the
+// simulated user, the COMMUNICATE and ACTION checks, Python's renderings)
+// is package tau2's.
 //
 // # Data
 //
 // A tau2 retail folder holds db.json (products, users and orders, each an
-// object of records keyed by id), tasks.json (tau2 tasks), policy.md (the
-// agent's policy) and optionally split_tasks.json (split name to task ids).
+// object of records keyed by id), tasks.json (tau2 tasks of the retail
+// domain, or of no named domain), policy.md (the agent's policy) and
+// optionally split_tasks.json (split name to task ids).
 // `nextstate serve --tasks DIR` and `nextstate tasks list DIR` read such a
 // folder (IsRetailDir, LoadDir); tau2's own is in the tau2-bench
 // repository under data/tau2/domains/retail:

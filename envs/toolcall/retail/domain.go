@@ -68,14 +68,7 @@ type source struct {
 func (d *Domain) source(dir, builtin string) (*source, error) {
 	key, stamp := "builtin:"+builtin, ""
 	if builtin == "" {
-		key = dir
-		for _, f := range []string{FileDB, FilePolicy} {
-			fi, err := os.Stat(filepath.Join(dir, f))
-			if err != nil {
-				return nil, err
-			}
-			stamp += fmt.Sprintf("%d@%d;", fi.Size(), fi.ModTime().UnixNano())
-		}
+		key, stamp = dir, tau2.Stamp(dir, FileDB, FilePolicy)
 	}
 	d.mu.Lock()
 	s, ok := d.sources[key]
@@ -133,22 +126,9 @@ func (d *Domain) Start(ctx context.Context, task *gym.Task, seed int64, opts gym
 	d.mu.Lock()
 	ucfg := d.user
 	d.mu.Unlock()
-	mode := tau2.ModeSolo
-	if ucfg != nil {
-		mode = tau2.ModeSimulated
-	}
-	if v, ok := opts["user"]; ok {
-		switch v {
-		case tau2.ModeSolo, tau2.ModeSimulated:
-			mode = v.(string)
-		default:
-			return nil, gym.AgentFault("bad_option", fmt.Errorf(`%s: reset option "user" is %v; want "solo" or "simulated"`, KindName, v))
-		}
-	}
-	if mode == tau2.ModeSimulated && ucfg == nil {
-		return nil, gym.AgentFault("bad_option", fmt.Errorf(`%s: reset option "user": "simulated" needs a user simulator, and none is configured: `+
-			`start the server with --set %s=MODEL (and %s=URL for an endpoint other than OpenAI's), or use "user": "solo"`,
-			KindName, tau2.SettingUserModel, tau2.SettingUserBaseURL))
+	mode, err := tau2.UserMode(KindName, ucfg, opts)
+	if err != nil {
+		return nil, err
 	}
 	tools := retailTools
 	if v, ok := opts["think"]; ok {
@@ -160,7 +140,7 @@ func (d *Domain) Start(ctx context.Context, task *gym.Task, seed int64, opts gym
 			tools = retailThinkTool
 		}
 	}
-	ep := &Episode{src: src, init: init, crit: crit, mode: mode, tools: tools, scenario: data.UserScenario}
+	ep := &Episode{Conversation: tau2.Conversation{Mode: mode}, src: src, init: init, crit: crit, tools: tools}
 	ep.st, err = ep.fresh()
 	if err != nil {
 		return nil, gym.InfraFault("bad_task", fmt.Errorf("task %q: %w", task.ID, err))
@@ -169,13 +149,10 @@ func (d *Domain) Start(ctx context.Context, task *gym.Task, seed int64, opts gym
 		ep.opening = agentInstructions + "\n<policy>\n" + src.policy + "\n</policy>\n\n" + soloInstruction(data.UserScenario)
 		return ep, nil
 	}
-	ep.user = tau2.NewSimulator(*ucfg, KindName, data.UserScenario, seed, nil)
-	first, err := ep.user.Start(ctx)
-	if err != nil {
+	if err := ep.Start(ctx, ucfg, KindName, data.UserScenario, seed, nil); err != nil {
 		return nil, err
 	}
-	ep.opening = agentInstructions + "\n<policy>\n" + src.policy + "\n</policy>\n\n" +
-		"You greeted the user with \"" + tau2.FirstAgentMessage + "\" The user replied:\n\n" + first
+	ep.opening = agentInstructions + "\n<policy>\n" + src.policy + "\n</policy>\n\n" + ep.Greeting()
 	return ep, nil
 }
 
@@ -197,42 +174,18 @@ func soloInstruction(u tau2.UserScenario) string {
 // Oracle implements gym.OracleKind: the task's gold actions as tool calls,
 // one per step, then a closing message with the information the task
 // wants communicated; in solo mode (the oracle's reset options), which
-// that message ends. A task whose gold actions end with a transfer to a
-// human ends there.
+// that message ends (tau2.Oracle). A task whose gold actions end with a
+// transfer to a human ends there.
 func (d *Domain) Oracle(task *gym.Task) (gym.Oracle, error) {
 	crit, err := CriteriaOf(task)
 	if err != nil {
 		return nil, err
 	}
-	if crit == nil {
-		return nil, fmt.Errorf("task %q: %w: it has no evaluation criteria", task.ID, gym.ErrNoOracle)
-	}
-	return &oracle{Oracle: gym.ScriptOracle(OracleActions(crit))}, nil
+	return tau2.Oracle(task, crit)
 }
 
 // OracleActions are the actions of a task's oracle (see Domain.Oracle).
-func OracleActions(c *tau2.Criteria) []gym.Action {
-	var out []gym.Action
-	for i, a := range c.Actions {
-		out = append(out, gym.Action{Parts: []gym.Part{{Type: gym.PartToolCall, ToolCall: &gym.ToolCall{
-			ID: fmt.Sprintf("oracle_%d", i+1), Type: "function",
-			Function: gym.FunctionCall{Name: a.Name, Arguments: string(a.Arguments)},
-		}}}})
-	}
-	if n := len(c.Actions); n > 0 && c.Actions[n-1].Name == ToolTransfer {
-		return out
-	}
-	msg := "Everything you asked for is done."
-	if len(c.CommunicateInfo) > 0 {
-		msg += " For your information: " + strings.Join(c.CommunicateInfo, "; ") + "."
-	}
-	return append(out, gym.TextAction(msg))
-}
-
-type oracle struct{ gym.Oracle }
-
-// ResetOptions implements gym.OracleOptions: the oracle plays solo.
-func (*oracle) ResetOptions() gym.Options { return gym.Options{"user": tau2.ModeSolo} }
+func OracleActions(c *tau2.Criteria) []gym.Action { return tau2.OracleActions(c) }
 
 // Configure implements gym.Configurer: it reads the tau2.* settings (see
 // the package doc). Every Manager of the process shares the registered
@@ -290,21 +243,18 @@ func (d *Domain) SetUser(cfg *tau2.UserConfig) {
 	d.user = cfg
 }
 
-// Episode is one retail episode: its database, the agent's messages and
-// calls, and the user (simulated, or none in solo mode).
+// Episode is one retail episode: its database, the agent's calls, and
+// the conversation with the user (simulated, or none in solo mode), whose
+// Say is the episode's (toolcall.Episode).
 type Episode struct {
-	src      *source
-	init     *initialState
-	crit     *tau2.Criteria
-	mode     string
-	tools    []toolcall.Tool
-	scenario tau2.UserScenario
-	opening  string
-	st       *state
-	user     *tau2.Simulator
-	messages []string    // the agent's messages to the user
-	calls    []tau2.Call // the agent's calls that reached a tool
-	ended    string      // why the conversation ended
+	tau2.Conversation
+	src     *source
+	init    *initialState
+	crit    *tau2.Criteria
+	tools   []toolcall.Tool
+	opening string
+	st      *state
+	calls   []tau2.Call // the agent's calls that reached a tool
 }
 
 // fresh is a new state at the task's initial state.
@@ -338,35 +288,10 @@ func (e *Episode) Call(_ context.Context, name string, args json.RawMessage) (to
 		return toolcall.Result{}, err
 	}
 	if name == ToolTransfer {
-		e.ended = "transfer"
+		e.Ended = "transfer"
 		return toolcall.Result{Content: out, End: true}, nil
 	}
 	return toolcall.Result{Content: out}, nil
-}
-
-// Say implements toolcall.Episode. Solo: the message ends the episode.
-// Simulated: the user simulator answers; the conversation is over when its
-// reply holds ###STOP###, ###TRANSFER### or ###OUT-OF-SCOPE###, or the
-// agent's message holds ###STOP###.
-func (e *Episode) Say(ctx context.Context, message string) (string, bool, error) {
-	e.messages = append(e.messages, message)
-	if e.mode == tau2.ModeSolo {
-		e.ended = "agent_message"
-		return "", true, nil
-	}
-	if strings.Contains(message, tau2.StopToken) {
-		e.ended = "agent_stop"
-		return "", true, nil
-	}
-	reply, err := e.user.Say(ctx, message)
-	if err != nil {
-		return "", false, err
-	}
-	if tok := tau2.StopTokenIn(reply); tok != "" {
-		e.ended = "user " + tok
-		return reply, true, nil
-	}
-	return reply, false, nil
 }
 
 // Close implements toolcall.Episode.

@@ -2,21 +2,17 @@ package retail
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2"
+	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2/tau2test"
 	"github.com/nextstate-rl/nextstate/gym"
-	"github.com/nextstate-rl/nextstate/gym/gymtest"
 )
 
 // The tau2 folder loads as a suite: 114 tasks of tau2-retail-v1 with their
@@ -58,99 +54,7 @@ func TestManagerSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat := gym.NewCatalog()
-	if err := cat.AddSuite(s); err != nil {
-		t.Fatal(err)
-	}
-	m := gym.NewManager(gym.Config{Tasks: cat, Recorder: &gymtest.Memory{}})
-	defer m.Shutdown(context.Background())
-	ctx := context.Background()
-	for _, id := range []string{"tau2-retail-0", "tau2-retail-5", "tau2-retail-10", "tau2-retail-24", "tau2-retail-50", "tau2-retail-113", "tau2-retail-smoke-3"} {
-		task, ok := cat.Get("", id)
-		if !ok {
-			t.Fatalf("no task %s", id)
-		}
-		o, err := gym.OracleFor(task)
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts := o.(gym.OracleOptions).ResetOptions()
-		sess, res, err := m.Create(ctx, gym.CreateRequest{TaskID: id, Options: opts})
-		if err != nil {
-			t.Fatalf("%s: create: %v", id, err)
-		}
-		obs, info := res.Observation, res.Info
-		var last gym.StepResult
-		for {
-			a, done, err := o.Next(obs, info)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if done {
-				break
-			}
-			if last, err = sess.Step(ctx, "", a); err != nil {
-				t.Fatalf("%s: step: %v", id, err)
-			}
-			obs, info = last.Observation, last.Info
-		}
-		if !last.Terminated || last.Reward != 1 || last.Info["reward_source"] != "verifier" {
-			t.Errorf("%s: last step %+v, want terminated with verifier reward 1", id, last.Transition)
-		}
-		sess.Close(ctx)
-	}
-}
-
-// fakeUser is an OpenAI-compatible chat completions endpoint that answers
-// with scripted replies, in order, and keeps the requests.
-type fakeUser struct {
-	mu       sync.Mutex
-	replies  []string
-	requests []chatRequest
-	auth     []string
-	status   int // non-zero: answer every request with this status
-}
-
-type chatRequest struct {
-	Model       string  `json:"model"`
-	Temperature float64 `json:"temperature"`
-	Seed        int64   `json:"seed"`
-	Messages    []struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	} `json:"messages"`
-}
-
-func (f *fakeUser) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !strings.HasSuffix(r.URL.Path, "/chat/completions") {
-		http.Error(w, "not found", http.StatusNotFound)
-		return
-	}
-	var req chatRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	f.requests = append(f.requests, req)
-	f.auth = append(f.auth, r.Header.Get("Authorization"))
-	if f.status != 0 {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(f.status)
-		fmt.Fprint(w, `{"error":{"message":"scripted failure","type":"invalid_request_error"}}`)
-		return
-	}
-	reply := "###OUT-OF-SCOPE###"
-	if len(f.replies) > 0 {
-		reply, f.replies = f.replies[0], f.replies[1:]
-	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{
-		"id": "chatcmpl-1", "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
-		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-			"message": map[string]any{"role": "assistant", "content": reply}}},
-	})
+	tau2test.OracleSessions(t, s, "tau2-retail-0", "tau2-retail-5", "tau2-retail-10", "tau2-retail-24", "tau2-retail-50", "tau2-retail-113", "tau2-retail-smoke-3")
 }
 
 func userSettings(url string) gym.Settings {
@@ -162,10 +66,10 @@ func userSettings(url string) gym.Settings {
 // agent's messages, and its stop token ends the episode.
 func TestSimulatedUser(t *testing.T) {
 	t.Setenv("RETAIL_TEST_USER_KEY", "sk-test")
-	f := &fakeUser{replies: []string{
-		"Hi, I'd like to cancel my order #S1004.",
-		"Sure, it's tomas.reyes@example.net. Yes, cancel it please: I no longer need it.",
-		"Thanks, that's all. ###STOP###",
+	f := &tau2test.FakeUser{Replies: []tau2test.Reply{
+		tau2test.Say("Hi, I'd like to cancel my order #S1004."),
+		tau2test.Say("Sure, it's tomas.reyes@example.net. Yes, cancel it please: I no longer need it."),
+		tau2test.Say("Thanks, that's all. ###STOP###"),
 	}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
@@ -207,20 +111,16 @@ func TestSimulatedUser(t *testing.T) {
 		t.Fatalf("verify: %v %v %v", r, info, err)
 	}
 
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.requests) != 3 {
-		t.Fatalf("%d requests, want 3", len(f.requests))
+	f.Mu.Lock()
+	defer f.Mu.Unlock()
+	if len(f.Requests) != 3 {
+		t.Fatalf("%d requests, want 3", len(f.Requests))
 	}
-	req := f.requests[2]
-	if req.Model != "sim-model" || req.Temperature != 0.5 || req.Seed != 42 || f.auth[0] != "Bearer sk-test" {
-		t.Errorf("request: model %q temperature %v seed %d auth %q", req.Model, req.Temperature, req.Seed, f.auth[0])
+	req := f.Requests[2]
+	if req.Model != "sim-model" || req.Temperature != 0.5 || req.Seed != 42 || f.Auth[0] != "Bearer sk-test" {
+		t.Errorf("request: model %q temperature %v seed %d auth %q", req.Model, req.Temperature, req.Seed, f.Auth[0])
 	}
-	var roles []string
-	for _, m := range req.Messages {
-		roles = append(roles, m.Role)
-	}
-	if got := strings.Join(roles, " "); got != "system user assistant user assistant user" {
+	if got := req.Roles(); got != "system user assistant user assistant user" {
 		t.Errorf("roles %q: the agent's messages go as user, the simulator's as assistant", got)
 	}
 	mustContain(t, req.Messages[0].Content, "<scenario>", "tomas.reyes@example.net", tau2.StopToken, tau2.TransferToken, tau2.OutOfScopeToken)
@@ -232,7 +132,7 @@ func TestSimulatedUser(t *testing.T) {
 // A failing user simulator is the infrastructure's fault.
 func TestSimulatedUserFailure(t *testing.T) {
 	t.Setenv("RETAIL_TEST_USER_KEY", "sk-test")
-	f := &fakeUser{status: http.StatusBadRequest}
+	f := &tau2test.FakeUser{Status: http.StatusBadRequest}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	d := NewDomain()
@@ -266,7 +166,7 @@ func TestSettings(t *testing.T) {
 	}
 
 	t.Setenv("RETAIL_TEST_USER_KEY", "sk-test")
-	f := &fakeUser{replies: []string{"Hello, I need help with #S1004.", "Bye ###STOP###"}}
+	f := &tau2test.FakeUser{Replies: []tau2test.Reply{tau2test.Say("Hello, I need help with #S1004."), tau2test.Say("Bye ###STOP###")}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	m := gym.NewManager(gym.Config{Settings: userSettings(srv.URL)})

@@ -197,8 +197,8 @@ func sameProduct(a, b *Product) bool {
 // value replaces; a record id that does not exist adds the record. Order
 // is kept: merged keys stay where they were, new ones follow.
 func (s *state) applyData(agentData json.RawMessage) error {
-	return eachMember(agentData, func(table string, raw json.RawMessage) error {
-		return eachMember(raw, func(id string, patch json.RawMessage) error {
+	return tau2.EachMember(agentData, func(table string, raw json.RawMessage) error {
+		return tau2.EachMember(raw, func(id string, patch json.RawMessage) error {
 			if err := s.mergeRecord(table, id, patch); err != nil {
 				return fmt.Errorf("agent_data.%s.%s: %w", table, id, err)
 			}
@@ -279,7 +279,7 @@ func mergeJSON(base, patch []byte) ([]byte, error) {
 	}
 	var pkeys []string
 	pvals := map[string]json.RawMessage{}
-	if err := eachMember(patch, func(k string, v json.RawMessage) error {
+	if err := tau2.EachMember(patch, func(k string, v json.RawMessage) error {
 		if _, dup := pvals[k]; !dup {
 			pkeys = append(pkeys, k)
 		}
@@ -297,7 +297,7 @@ func mergeJSON(base, patch []byte) ([]byte, error) {
 		kb, _ := json.Marshal(k)
 		out = append(append(append(out, kb...), ':'), v...)
 	}
-	err := eachMember(base, func(k string, v json.RawMessage) error {
+	err := tau2.EachMember(base, func(k string, v json.RawMessage) error {
 		seen[k] = true
 		if p, ok := pvals[k]; ok {
 			m, err := mergeJSON(v, p)

@@ -1,12 +1,9 @@
 package retail
 
 import (
-	"bytes"
 	"embed"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2"
@@ -32,10 +29,9 @@ const BuiltinSmoke = "smoke"
 // the database and policy, which come from the task's folder (Task.Dir) or,
 // for the built-in smoke tasks, from the embedded store Builtin names.
 type TaskData struct {
-	TaskID       string            `json:"task_id"`           // tau2's id ("0")
-	Builtin      string            `json:"builtin,omitempty"` // "smoke": the embedded store
-	UserScenario tau2.UserScenario `json:"user_scenario"`
-	InitialState json.RawMessage   `json:"initial_state,omitempty"`
+	tau2.TaskSource                   // tau2's id; "smoke": the embedded store
+	UserScenario    tau2.UserScenario `json:"user_scenario"`
+	InitialState    json.RawMessage   `json:"initial_state,omitempty"`
 }
 
 // ParseCriteria reads an evaluation_criteria (tau2.ParseCriteria) and
@@ -73,58 +69,23 @@ var format = tau2.DomainFormat{Name: "retail", Files: []string{FileDB, FileTasks
 func IsRetailDir(dir string) bool { return tau2.IsDomainDir(dir, format) }
 
 // LoadDir reads a tau2 retail folder's tasks (see the package doc).
-func LoadDir(dir string) ([]gym.Task, error) {
-	tasks, err := os.ReadFile(filepath.Join(dir, FileTasks))
-	if err != nil {
-		return nil, err
-	}
-	splits, err := tau2.ReadSplits(dir, FileSplits)
-	if err != nil {
-		return nil, err
-	}
-	out, err := parseTasks(tasks, splits, "tau2-retail-", "")
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", FileTasks, err)
-	}
-	for i := range out {
-		out[i].Dir = dir
-	}
-	return out, nil
-}
+func LoadDir(dir string) ([]gym.Task, error) { return builder("tau2-retail-", "").Load(dir, FileTasks) }
 
-// parseTasks reads a tasks.json into gym tasks with ids prefix+tau2 id.
-func parseTasks(b []byte, splits map[string][]string, prefix, builtin string) ([]gym.Task, error) {
-	ts, err := tau2.ReadEntries(b)
-	if err != nil {
-		return nil, err
-	}
-	splitOf := tau2.SplitIndex(splits)
-	out := make([]gym.Task, 0, len(ts))
-	for _, t := range ts {
-		d := TaskData{TaskID: t.ID, Builtin: builtin, UserScenario: t.UserScenario}
-		if t.InitialState != nil {
-			if _, err := parseInitialState(t.InitialState); err != nil {
-				return nil, fmt.Errorf("task %s: %w", t.ID, err)
+// builder makes gym tasks of tau2 retail tasks, ids prefix+tau2 id.
+func builder(prefix, builtin string) tau2.Builder {
+	return tau2.Builder{Kind: KindName, Prefix: prefix,
+		Task: func(e *tau2.Entry) (any, string, error) {
+			d := TaskData{TaskSource: tau2.TaskSource{TaskID: e.ID, Builtin: builtin}, UserScenario: e.UserScenario}
+			if e.InitialState != nil {
+				if _, err := parseInitialState(e.InitialState); err != nil {
+					return nil, "", err
+				}
+				d.InitialState = e.InitialState
 			}
-			d.InitialState = t.InitialState
-		}
-		verifier := t.EvaluationCriteria
-		if verifier == nil {
-			verifier = []byte("null")
-		} else if _, err := ParseCriteria(verifier); err != nil {
-			return nil, fmt.Errorf("task %s: %w", t.ID, err)
-		}
-		data, err := json.Marshal(d)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, gym.Task{
-			ID: prefix + t.ID, Env: KindName, Instruction: soloInstruction(d.UserScenario),
-			Split: splitOf[t.ID], Data: data, Verifier: json.RawMessage(verifier),
-			Labels: map[string]string{"suite": strings.TrimSuffix(prefix, "-"), "tau2_id": t.ID},
-		})
+			return d, soloInstruction(d.UserScenario), nil
+		},
+		Criteria: func(b []byte) error { _, err := ParseCriteria(b); return err },
 	}
-	return out, nil
 }
 
 // initialState is a retail task's initial_state (tau2.InitialState): the
@@ -179,7 +140,7 @@ func SmokeTasks() []gym.Task {
 	if err != nil {
 		panic("retail: embedded smoke tasks: " + err.Error())
 	}
-	ts, err := parseTasks(b, nil, "tau2-retail-smoke-", BuiltinSmoke)
+	ts, err := builder("tau2-retail-smoke-", BuiltinSmoke).Build(b, nil)
 	if err != nil {
 		panic("retail: embedded smoke tasks: " + err.Error())
 	}
@@ -188,32 +149,13 @@ func SmokeTasks() []gym.Task {
 
 // TaskDataOf reads a retail task's Data.
 func TaskDataOf(t *gym.Task) (*TaskData, error) {
-	if len(t.Data) == 0 {
-		return nil, fmt.Errorf("task %q has no data: load a tau2 retail folder (%s, %s, %s) as a suite", t.ID, FileDB, FileTasks, FilePolicy)
-	}
 	var d TaskData
-	if err := json.Unmarshal(t.Data, &d); err != nil {
-		return nil, fmt.Errorf("task %q: data: %w", t.ID, err)
-	}
-	if d.Builtin != "" && d.Builtin != BuiltinSmoke {
-		return nil, fmt.Errorf("task %q: data.builtin %q; the only built-in store is %q", t.ID, d.Builtin, BuiltinSmoke)
-	}
-	if d.Builtin == "" && t.Dir == "" {
-		return nil, fmt.Errorf("task %q has no folder: serve its tau2 folder with --tasks and start it by id", t.ID)
+	if err := tau2.TaskData(t, &d, BuiltinSmoke, format.Files); err != nil {
+		return nil, err
 	}
 	return &d, nil
 }
 
 // CriteriaOf reads a retail task's Verifier; nil when the task has no
 // evaluation criteria.
-func CriteriaOf(t *gym.Task) (*tau2.Criteria, error) {
-	v := bytes.TrimSpace(t.Verifier)
-	if len(v) == 0 || string(v) == "null" {
-		return nil, nil
-	}
-	c, err := ParseCriteria(v)
-	if err != nil {
-		return nil, fmt.Errorf("task %q: %w", t.ID, err)
-	}
-	return c, nil
-}
+func CriteriaOf(t *gym.Task) (*tau2.Criteria, error) { return tau2.CriteriaOf(t, ParseCriteria) }

@@ -2,7 +2,6 @@ package retail
 
 import (
 	"context"
-	"slices"
 
 	"github.com/nextstate-rl/nextstate/envs/toolcall"
 	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2"
@@ -29,17 +28,13 @@ const maxDiffs = 20
 //   - ENV_ASSERTION: the retail tools have no assertion functions; a task
 //     with none scores 1, one with some is not evaluated.
 func (e *Episode) Verify(context.Context) (float64, gym.Info, error) {
-	info := gym.Info{"user": e.mode, "ended": e.ended, "agent_messages": len(e.messages), "agent_calls": len(e.calls)}
+	info := e.Info()
+	info["agent_calls"] = len(e.calls)
 	c := e.crit
 	if c == nil {
 		info["note"] = "the task has no evaluation criteria"
 		return 1, info, nil
 	}
-	info["reward_basis"] = c.RewardBasis
-	reward := 1.0
-	breakdown := map[string]float64{}
-	in := func(b string) bool { return slices.Contains(c.RewardBasis, b) }
-
 	db := gym.Info{}
 	dbReward := 1.0
 	if c.NoActions {
@@ -70,34 +65,11 @@ func (e *Episode) Verify(context.Context) (float64, gym.Info, error) {
 		}
 	}
 	db["reward"] = dbReward
-	info["db"] = db
-	if in(tau2.BasisDB) {
-		reward *= dbReward
-		breakdown[tau2.BasisDB] = dbReward
+	// The retail tools have no assertion functions: none is met trivially,
+	// some cannot be evaluated.
+	var env *tau2.Component
+	if len(c.EnvAssertions) == 0 {
+		env = &tau2.Component{Reward: 1}
 	}
-	if in(tau2.BasisEnvAssertion) {
-		if len(c.EnvAssertions) == 0 {
-			breakdown[tau2.BasisEnvAssertion] = 1
-		} else {
-			info["env_assertions"] = "not_evaluated"
-		}
-	}
-	if in(tau2.BasisCommunicate) {
-		r, checks := tau2.Communicated(e.messages, c.CommunicateInfo)
-		reward *= r
-		breakdown[tau2.BasisCommunicate] = r
-		info["communicate"] = checks
-	}
-	if in(tau2.BasisAction) {
-		r, checks := tau2.ActionsMatched(e.calls, c.Actions)
-		reward *= r
-		breakdown[tau2.BasisAction] = r
-		info["action"] = checks
-	}
-	if in(tau2.BasisNLAssertion) {
-		info["nl_assertions"] = "not_evaluated"
-		info["nl_assertions_note"] = "NL_ASSERTION needs an LLM judge; the reward leaves it out"
-	}
-	info["reward_breakdown"] = breakdown
-	return reward, info, nil
+	return tau2.Reward(c, info, tau2.Component{Reward: dbReward, Info: db}, env, e.Messages, e.calls), info, nil
 }

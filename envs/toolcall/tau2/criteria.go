@@ -228,3 +228,43 @@ func ArgsMatch(a Action, callArgs json.RawMessage) bool {
 	}
 	return reflect.DeepEqual(pick(got), pick(want))
 }
+
+// ToolTransfer is the tool of every tau2 domain that hands the user to a
+// human agent; it ends an episode.
+const ToolTransfer = "transfer_to_human_agents"
+
+// OracleActions are a task's gold actions as tool calls, one per step
+// (the user's too: in solo mode the agent has the user's tools), then a
+// closing message that states the communicate_info, unless the last gold
+// action is a transfer to a human.
+func OracleActions(c *Criteria) []gym.Action {
+	var out []gym.Action
+	for i, a := range c.Actions {
+		out = append(out, gym.Action{Parts: []gym.Part{{Type: gym.PartToolCall, ToolCall: &gym.ToolCall{
+			ID: fmt.Sprintf("oracle_%d", i+1), Type: "function",
+			Function: gym.FunctionCall{Name: a.Name, Arguments: string(a.Arguments)},
+		}}}})
+	}
+	if n := len(c.Actions); n > 0 && c.Actions[n-1].Name == ToolTransfer {
+		return out
+	}
+	msg := "Everything you asked for is done."
+	if len(c.CommunicateInfo) > 0 {
+		msg += " For your information: " + strings.Join(c.CommunicateInfo, "; ") + "."
+	}
+	return append(out, gym.TextAction(msg))
+}
+
+// Oracle is a task's oracle (gym.OracleKind): OracleActions, played solo
+// (its gym.OracleOptions). A task without criteria has none.
+func Oracle(task *gym.Task, c *Criteria) (gym.Oracle, error) {
+	if c == nil {
+		return nil, fmt.Errorf("task %q: %w: it has no evaluation criteria", task.ID, gym.ErrNoOracle)
+	}
+	return &oracle{Oracle: gym.ScriptOracle(OracleActions(c))}, nil
+}
+
+type oracle struct{ gym.Oracle }
+
+// ResetOptions implements gym.OracleOptions: the oracle plays solo.
+func (*oracle) ResetOptions() gym.Options { return gym.Options{"user": ModeSolo} }

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -264,4 +266,66 @@ func (u *Simulator) complete(ctx context.Context) (*openai.ChatCompletionMessage
 		return nil, gym.InfraFault("user_simulator", errors.New(u.kind+": the user simulator sent an empty reply"))
 	}
 	return &resp.Choices[0].Message, nil
+}
+
+// UserSettings is a kind's user simulator configuration, from the tau2.*
+// settings (gym.Configurer). Every Manager of a process shares the
+// registered kind: the first Configure's settings hold until the last
+// Shutdown, and a Configure with other tau2.* settings meanwhile fails.
+// The zero value (with Kind set) has no simulator; it is safe for
+// concurrent use.
+type UserSettings struct {
+	Kind string // the kind's name, for errors
+
+	mu       sync.Mutex
+	user     *UserConfig
+	settings map[string]string
+	refs     int
+}
+
+// Configure reads the tau2.* settings of s.
+func (u *UserSettings) Configure(s gym.Settings) error {
+	mine := Settings(s)
+	cfg, err := UserConfigOf(mine)
+	if err != nil {
+		return err
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.refs > 0 {
+		if !maps.Equal(u.settings, mine) {
+			return fmt.Errorf("%s is already configured with other tau2.* settings (%v, not %v)", u.Kind, u.settings, mine)
+		}
+		u.refs++
+		return nil
+	}
+	u.user, u.settings, u.refs = cfg, mine, 1
+	return nil
+}
+
+// Shutdown releases a Configure's hold; after the last, no simulator.
+func (u *UserSettings) Shutdown() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.refs > 0 {
+		u.refs--
+		if u.refs == 0 {
+			u.user, u.settings = nil, nil
+		}
+	}
+}
+
+// User is the simulator's configuration; nil when there is none.
+func (u *UserSettings) User() *UserConfig {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.user
+}
+
+// SetUser sets the configuration directly (nil: none), for a kind used
+// outside a Manager.
+func (u *UserSettings) SetUser(cfg *UserConfig) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.user = cfg
 }
