@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -123,10 +124,15 @@ func TasksFile(dir string) string {
 	return ""
 }
 
+// tau2Folders are the domain folders of tau2-bench's data
+// (data/tau2/domains), by which a folder whose tasks do not name their
+// domain (mock's) is known.
+var tau2Folders = []string{"airline", "banking_knowledge", "mock", "retail", "telecom"}
+
 // DomainOf reports whether dir holds tau2 tasks (a tasks file, see
 // TasksFile, whose first task has an id and a user_scenario) and the
-// domain they name in their instructions ("retail"; "" when they do not
-// say).
+// domain they name in their instructions ("retail"), else the folder's
+// name if it is one of tau2-bench's domain folders, else "".
 func DomainOf(dir string) (name string, ok bool) {
 	tf := TasksFile(dir)
 	if tf == "" {
@@ -156,6 +162,9 @@ func DomainOf(dir string) (name string, ok bool) {
 	}
 	if b := bytes.TrimSpace(first.UserScenario.Instructions); len(b) > 0 && b[0] == '{' {
 		json.Unmarshal(b, &in)
+	}
+	if in.Domain == "" && slices.Contains(tau2Folders, filepath.Base(dir)) {
+		in.Domain = filepath.Base(dir)
 	}
 	return in.Domain, true
 }
