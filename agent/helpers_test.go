@@ -408,18 +408,3 @@ func play(t testing.TB, c *client.Client, a *Agent, taskID string, seed int64) *
 	}
 	return ep
 }
-
-func envOf(t testing.TB, c *client.Client, taskID string) string {
-	t.Helper()
-	tasks, err := c.Tasks(context.Background(), "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tk := range tasks {
-		if tk.ID == taskID {
-			return tk.Env
-		}
-	}
-	t.Fatalf("no task %s", taskID)
-	return ""
-}

@@ -67,10 +67,6 @@ func infraFailure(reason string) map[string]any {
 	return map[string]any{"fault": "infra", "reason": reason, "message": "the " + reason + " happened"}
 }
 
-func failure(fault, reason string) *gym.Failure {
-	return &gym.Failure{Fault: gym.Fault(fault), Reason: reason}
-}
-
 func partToolCall(name, args string) gym.Part {
 	return gym.Part{Type: gym.PartToolCall, ToolCall: &gym.ToolCall{ID: "c", Type: "function",
 		Function: gym.FunctionCall{Name: name, Arguments: args}}}

@@ -88,9 +88,8 @@ func policyFor(t gym.Task, local map[string]*gym.Task) (scriptedPolicy, bool) {
 
 // replay plays a task with its kind's oracle.
 type replay struct {
-	o    gym.Oracle
-	res  gym.ResetResult
-	done bool
+	o   gym.Oracle
+	res gym.ResetResult
 }
 
 func (r *replay) start(res gym.ResetResult) { r.res = res }

@@ -53,6 +53,5 @@ var categories = []category{
 	}},
 }
 
-func bi(x int64) *big.Int        { return big.NewInt(x) }
-func rat(p, q int64) *big.Rat    { return big.NewRat(p, q) }
-func ratInt(x *big.Int) *big.Rat { return new(big.Rat).SetInt(x) }
+func bi(x int64) *big.Int     { return big.NewInt(x) }
+func rat(p, q int64) *big.Rat { return big.NewRat(p, q) }
