@@ -108,8 +108,9 @@
 // which could fake results, unless EvalOptions.KeepAgentTests asks for
 // SWE-bench's rule; the rest is applied with git apply, or patch --fuzz=3 when
 // git refuses; test_patch is applied; the listed tests run, `go test -json
-// -count=1 -run '^(TestA|TestB)$'` over their packages (./... when a name
-// is bare) or `python3 -m pytest -rA` over the node ids; every listed test
+// -count=1 -run '^(TestA|TestB)$'` over their packages (a bare name's are
+// the ./dir patterns of the packages whose test files declare it; ./...
+// when none does) or `python3 -m pytest -rA` over the node ids; every listed test
 // gets a status (one that did not run fails). Result.Error says why an
 // instance is not resolved, all of them the patch's fault: empty_patch,
 // patch_does_not_apply (with git apply's and patch's words in Message),
@@ -157,8 +158,9 @@
 //
 // # Test instances
 //
-// testdata/python holds three small Python instances and testdata/go one
-// Go instance, as plain files (base/, fix.patch, test.patch,
-// instance.json); testdata/build.sh DIR OUT makes each a git repository
-// and writes OUT/instances.jsonl.
+// testdata/python holds three small Python instances and testdata/go two
+// Go instances (intmath, whose lists qualify a subpackage's test, and
+// wordcount, whose bare names live in subpackages), as plain files (base/,
+// fix.patch, test.patch, instance.json); testdata/build.sh DIR OUT makes
+// each a git repository and writes OUT/instances.jsonl.
 package swe

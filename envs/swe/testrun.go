@@ -130,11 +130,12 @@ func testDirs(ctx context.Context, sb sandbox.Sandbox, funcs []string) ([]string
 	dirs, found := map[string]bool{}, map[string]bool{}
 	for _, l := range strings.Split(string(r.Stdout), "\n") {
 		file, def, ok := strings.Cut(strings.TrimSpace(l), ":func ")
-		if !ok || strings.Contains(path.Dir(file), "/.") {
+		pkg := packagePattern(file)
+		if !ok || strings.Contains(strings.TrimPrefix(pkg, "."), "/.") {
 			continue
 		}
 		found[strings.TrimSuffix(def, "(")] = true
-		dirs[path.Dir(file)] = true
+		dirs[pkg] = true
 	}
 	for _, f := range funcs {
 		if !found[f] {
@@ -142,6 +143,19 @@ func testDirs(ctx context.Context, sb sandbox.Sandbox, funcs []string) ([]string
 		}
 	}
 	return sortedKeys(dirs), nil
+}
+
+// packagePattern is the go test pattern of the package of file, a path
+// relative to the module's root ("./a/b_test.go", "b_test.go"): "." or
+// "./a". The "./" matters: go test reads "a/b" as an import path, and an
+// import path without a dot in its first element as a standard library
+// package ("package internal/assert is not in std").
+func packagePattern(file string) string {
+	dir := path.Dir(path.Clean(file))
+	if dir == "." {
+		return "."
+	}
+	return "./" + dir
 }
 
 // runPytest runs the listed pytest node ids with -rA and reads their
