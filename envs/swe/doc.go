@@ -111,7 +111,9 @@
 // -count=1 -run '^(TestA|TestB)$'` over their packages (a bare name's are
 // the ./dir patterns of the packages whose test files declare it; ./...
 // when none does) or `python3 -m pytest -rA` over the node ids; every listed test
-// gets a status (one that did not run fails). Result.Error says why an
+// gets a status ("not_run" for one that did not run: a test binary that
+// panicked never reached it, or it waited at t.Parallel; it does not pass).
+// Result.Error says why an
 // instance is not resolved, all of them the patch's fault: empty_patch,
 // patch_does_not_apply (with git apply's and patch's words in Message),
 // build_failed (the compiler's or pytest's collection message in

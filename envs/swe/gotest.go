@@ -18,7 +18,8 @@ import (
 	"strings"
 )
 
-// TestStatus is a test's result: TestPass, TestFail or TestSkip.
+// TestStatus is a test's result: TestPass, TestFail, TestSkip or
+// TestNotRun.
 type TestStatus string
 
 // Test results.
@@ -26,6 +27,13 @@ const (
 	TestPass TestStatus = "pass"
 	TestFail TestStatus = "fail"
 	TestSkip TestStatus = "skip"
+	// TestNotRun: the run reported no result for the test. Its package
+	// did not build, the test binary died before the test started (a
+	// panic, os.Exit) or while it waited at t.Parallel, or it does not
+	// exist. As in SWE-bench's harness, it is not a failure of the test
+	// itself, and not a pass either: a listed test that did not run
+	// leaves the instance unresolved.
+	TestNotRun TestStatus = "not_run"
 )
 
 // Go test names.
@@ -45,7 +53,14 @@ const (
 // the bare one. A bare name that more than one package reported holds the
 // worst of their results (fail over pass over skip), so a dataset that
 // lists ambiguous bare names is judged strictly. A test that does not
-// appear did not run: count it as failed (GoTestRun.Status does).
+// appear did not run (GoTestRun.Status says TestNotRun).
+//
+// A test binary that dies (a panic, os.Exit, the -timeout panic) ends the
+// tests it was running: those count as failed (the panicking test, its
+// parents, the test that hung). The tests paused at t.Parallel, waiting
+// for their turn, and those it never reached did not run, as SWE-bench's
+// harness counts them (its log parser sees no "--- FAIL" line for them):
+// they are absent from GoTestRun.Tests.
 
 // GoTestEnv is the environment a Go instance's tests run with, offline:
 // modules come only from modCache (GOMODCACHE, filled when the instance was
@@ -274,8 +289,8 @@ type GoTestRun struct {
 	Packages map[string]TestStatus
 	// BuildFailures holds, for each package whose test binary did not
 	// build, the compiler's output (which may name the package it depends
-	// on that failed). Such a package reports no test: its tests count as
-	// failed.
+	// on that failed). Such a package reports no test: its tests did not
+	// run.
 	BuildFailures map[string]string
 	// Output is each test's output ("=== RUN" lines and assertion
 	// messages, panics), by qualified name, and each package's output not
@@ -289,12 +304,12 @@ type GoTestRun struct {
 }
 
 // Status is a test's result by bare or qualified name; a test the run did
-// not report is TestFail.
+// not report is TestNotRun.
 func (r *GoTestRun) Status(name string) TestStatus {
 	if s, ok := r.Tests[name]; ok {
 		return s
 	}
-	return TestFail
+	return TestNotRun
 }
 
 // Failed is the qualified names of the tests that failed, sorted.
@@ -324,9 +339,9 @@ type testEvent struct {
 
 // ParseGoTestJSON reads `go test -json` output (stdout; stderr may be
 // merged in) and returns each test's result by qualified and bare name (see
-// the naming rule above). Tests of a package that failed to build are not
-// in the map (their names are unknown to go test): look a name up with
-// GoTestRun.Status, or treat a missing name as failed. Use ParseGoTestRun
+// the naming rule above). Tests of a package that failed to build, and
+// tests that did not run, are not in the map: look a name up with
+// GoTestRun.Status, or treat a missing name as not run. Use ParseGoTestRun
 // for the build failures and the output.
 func ParseGoTestJSON(r io.Reader) (map[string]TestStatus, error) {
 	run, err := ParseGoTestRun(r)
@@ -338,8 +353,10 @@ func ParseGoTestJSON(r io.Reader) (map[string]TestStatus, error) {
 
 // ParseGoTestRun reads `go test -json` output into a GoTestRun. Events of
 // different packages and of parallel tests may interleave. A test that
-// started and never ended (the test binary timed out, panicked in another
-// goroutine or exited) is failed. It returns ErrNoGoTestEvents (with the
+// was running when its package ended, or the stream did, without ending
+// itself (the test binary timed out, panicked in another goroutine or
+// exited) is failed; one paused at t.Parallel then never ran, and is left
+// out. It returns ErrNoGoTestEvents (with the
 // run, whose Other says why) when the input holds no event, and an error
 // when reading fails.
 func ParseGoTestRun(r io.Reader) (*GoTestRun, error) {
@@ -352,6 +369,7 @@ func ParseGoTestRun(r io.Reader) (*GoTestRun, error) {
 		},
 		results:  map[string]map[string]TestStatus{},
 		running:  map[string]map[string]bool{},
+		paused:   map[string]map[string]bool{},
 		outputs:  map[string]*capped{},
 		builds:   map[string]*capped{},
 		failedBy: map[string]string{},
@@ -387,6 +405,7 @@ type goTestParser struct {
 	run      *GoTestRun
 	results  map[string]map[string]TestStatus // package → test → status
 	running  map[string]map[string]bool       // package → tests started, not ended
+	paused   map[string]map[string]bool       // package → tests of running paused at t.Parallel
 	outputs  map[string]*capped               // qualified test or package → output
 	builds   map[string]*capped               // build ImportPath → compiler output
 	failedBy map[string]string                // package → FailedBuild
@@ -414,11 +433,7 @@ func (p *goTestParser) event(ev testEvent) {
 			if ev.FailedBuild != "" {
 				p.failedBy[pkg] = ev.FailedBuild
 			}
-			// Tests still running when their package ended died with it.
-			for t := range p.running[pkg] {
-				p.set(pkg, t, TestFail)
-			}
-			delete(p.running, pkg)
+			p.endRunning(pkg)
 		}
 		return
 	}
@@ -429,12 +444,33 @@ func (p *goTestParser) event(ev testEvent) {
 			p.running[pkg] = map[string]bool{}
 		}
 		p.running[pkg][ev.Test] = true
+	case "pause":
+		if p.paused[pkg] == nil {
+			p.paused[pkg] = map[string]bool{}
+		}
+		p.paused[pkg][ev.Test] = true
+	case "cont":
+		delete(p.paused[pkg], ev.Test)
 	case "output":
 		p.buf(p.outputs, q).write(ev.Output)
 	case "pass", "fail", "skip":
 		delete(p.running[pkg], ev.Test)
+		delete(p.paused[pkg], ev.Test)
 		p.set(pkg, ev.Test, TestStatus(ev.Action))
 	}
+}
+
+// endRunning ends the tests of pkg that have not ended when it did (or
+// the stream did): those that were running died with the test binary and
+// failed; those paused at t.Parallel never ran and get no result.
+func (p *goTestParser) endRunning(pkg string) {
+	for t := range p.running[pkg] {
+		if !p.paused[pkg][t] {
+			p.set(pkg, t, TestFail)
+		}
+	}
+	delete(p.running, pkg)
+	delete(p.paused, pkg)
 }
 
 func (p *goTestParser) set(pkg, test string, s TestStatus) {
@@ -453,13 +489,11 @@ func (p *goTestParser) buf(m map[string]*capped, key string) *capped {
 	return b
 }
 
-// finish fails tests that never ended (the stream was cut), fills the
+// finish ends the tests that never ended (the stream was cut), fills the
 // bare names and the build failures.
 func (p *goTestParser) finish() {
-	for pkg, tests := range p.running {
-		for t := range tests {
-			p.set(pkg, t, TestFail)
-		}
+	for pkg := range p.running {
+		p.endRunning(pkg)
 		if _, ok := p.run.Packages[pkg]; !ok {
 			p.run.Packages[pkg] = TestFail
 		}

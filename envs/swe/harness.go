@@ -87,8 +87,10 @@ type Result struct {
 	// that reported no test.
 	Error   string `json:"error,omitempty"`
 	Message string `json:"message,omitempty"`
-	// Tests is every listed test's result: "pass", "fail" (also a test
-	// that did not run) or "skip".
+	// Tests is every listed test's result: "pass", "fail", "skip" or
+	// "not_run" (no result was reported for it: its package did not
+	// build, or the test binary died before it ran; see TestNotRun).
+	// Only "pass" counts as passed.
 	Tests      map[string]TestStatus `json:"tests"`
 	FailToPass TestCount             `json:"fail_to_pass"`
 	PassToPass TestCount             `json:"pass_to_pass"`
@@ -322,7 +324,7 @@ func (r *Result) score(in *Instance) {
 		for _, n := range names {
 			st, ok := r.Tests[n]
 			if !ok {
-				st = TestFail
+				st = TestNotRun
 				r.Tests[n] = st
 			}
 			if st == TestPass {

@@ -191,7 +191,7 @@ func (h *Harness) runPytest(ctx context.Context, sb sandbox.Sandbox, in *Instanc
 	for _, n := range names {
 		st, ok := run.Tests[n]
 		if !ok {
-			st = TestFail
+			st = TestNotRun
 		}
 		res.Tests[n] = st
 	}

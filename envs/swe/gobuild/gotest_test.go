@@ -14,7 +14,11 @@ import (
 // small module (example.com/m): packages a (pass, fail, skip, subtests,
 // parallel subtests), b (a panic), c (does not compile), d (a TestPass of
 // its own, as in a), e (a test that hangs past -timeout), f (imports the
-// broken c), s (a dependency missing with GOPROXY=off).
+// broken c), s (a dependency missing with GOPROXY=off), and in
+// panic-parallel.json p: TestFirst passes; TestParallelA, TestParallelB and
+// TestSubs/later pause at t.Parallel; TestSubs/ok passes, then
+// TestSubs/boom panics (a nil map), so the paused tests never resume and
+// TestSubs/never and TestAfter never start.
 
 func parseRecording(t *testing.T, name string) *swe.GoTestRun {
 	t.Helper()
@@ -61,8 +65,8 @@ func TestParseGoTestJSONStatuses(t *testing.T) {
 	if _, ok := run.Tests["TestAfter"]; ok {
 		t.Errorf("TestAfter reported though it never ran")
 	}
-	if got := run.Status("TestAfter"); got != swe.TestFail {
-		t.Errorf("Status of a test that did not run: got %q, want fail", got)
+	if got := run.Status("TestAfter"); got != swe.TestNotRun {
+		t.Errorf("Status of a test that did not run: got %q, want not_run", got)
 	}
 	// c did not build: its test is unknown and its failure kept.
 	if _, ok := run.Tests["TestC"]; ok {
@@ -115,6 +119,67 @@ func TestParseGoTestJSONAmbiguousBareName(t *testing.T) {
 		tests["example.com/m/d.TestPass"] != swe.TestFail {
 		t.Errorf("ambiguous TestPass: bare %q, a %q, d %q", tests["TestPass"],
 			tests["example.com/m/a.TestPass"], tests["example.com/m/d.TestPass"])
+	}
+}
+
+// A panicking test fails, with its parent; the tests paused at t.Parallel
+// when it panicked, and those the binary never reached, did not run (as
+// SWE-bench's harness counts them: they print no "--- FAIL" line).
+func TestParseGoTestJSONPanicLeavesTestsNotRun(t *testing.T) {
+	run := parseRecording(t, "panic-parallel.json")
+	want := map[string]swe.TestStatus{
+		"example.com/m/p.TestFirst":      swe.TestPass,
+		"example.com/m/p.TestSubs/ok":    swe.TestPass,
+		"example.com/m/p.TestSubs/boom":  swe.TestFail,
+		"example.com/m/p.TestSubs":       swe.TestFail,
+		"TestSubs/boom":                  swe.TestFail,
+		"TestParallelA":                  swe.TestNotRun,
+		"example.com/m/p.TestParallelB":  swe.TestNotRun,
+		"TestParallelB/sub":              swe.TestNotRun,
+		"example.com/m/p.TestSubs/later": swe.TestNotRun,
+		"TestSubs/never":                 swe.TestNotRun,
+		"TestAfter":                      swe.TestNotRun,
+	}
+	for name, s := range want {
+		if got := run.Status(name); got != s {
+			t.Errorf("%s: got %q, want %q", name, got, s)
+		}
+	}
+	for name := range run.Tests {
+		if _, test := swe.SplitTestName(name); want[name] == swe.TestNotRun || want[test] == swe.TestNotRun {
+			t.Errorf("%s did not run, but has a result: %q", name, run.Tests[name])
+		}
+	}
+	if run.Packages["example.com/m/p"] != swe.TestFail {
+		t.Errorf("package p: got %q, want fail", run.Packages["example.com/m/p"])
+	}
+	if failed := strings.Join(run.Failed(), ","); failed != "example.com/m/p.TestSubs,example.com/m/p.TestSubs/boom" {
+		t.Errorf("Failed: got %s", failed)
+	}
+	// test2json files the panic under the parent, whose "--- FAIL" line
+	// came last.
+	if out := run.Output["example.com/m/p.TestSubs"]; !strings.Contains(out, "assignment to entry in nil map") {
+		t.Errorf("TestSubs's output lacks the panic: %q", out)
+	}
+}
+
+// A test that resumed after t.Parallel and was running when the stream
+// ended failed, unlike one still paused.
+func TestParseGoTestJSONResumedTestFails(t *testing.T) {
+	in := `{"Action":"start","Package":"p"}
+{"Action":"run","Package":"p","Test":"TestA"}
+{"Action":"pause","Package":"p","Test":"TestA"}
+{"Action":"run","Package":"p","Test":"TestB"}
+{"Action":"pause","Package":"p","Test":"TestB"}
+{"Action":"cont","Package":"p","Test":"TestA"}
+{"Action":"fail","Package":"p"}
+`
+	run, err := swe.ParseGoTestRun(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status("p.TestA") != swe.TestFail || run.Status("TestB") != swe.TestNotRun {
+		t.Errorf("TestA (resumed) %q, TestB (paused) %q", run.Status("p.TestA"), run.Status("TestB"))
 	}
 }
 
