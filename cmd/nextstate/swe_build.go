@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +20,8 @@ type sweBuildGoFlags struct {
 	opts           gobuild.Options
 	oldDir, newDir string
 	list           string
-	builtin        bool
+	builtin        bool // build the shipped list
+	showBuiltin    bool // print it
 	timeout        time.Duration
 	asJSON         bool
 	verbose        bool
@@ -52,7 +54,8 @@ non-zero, saying why, when the pair yields no valid instance.
 
   nextstate swe build-go github.com/Masterminds/semver/v3 v3.3.0 v3.3.1
   nextstate swe build-go --old-dir ./v1 --new-dir ./v2        (two local module trees)
-  nextstate swe build-go --builtin-list                       (the shipped list)
+  nextstate swe build-go --builtin-list                       (print the shipped list; builds nothing)
+  nextstate swe build-go --builtin                            (build every entry of the shipped list)
   nextstate swe build-go --list mylist.jsonl                  ({"module","old","new"} a line)`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSWEBuildGo(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, args)
@@ -69,7 +72,8 @@ non-zero, saying why, when the pair yields no valid instance.
 	fl.StringVar(&f.oldDir, "old-dir", "", "a local directory holding the OLD module (with --new-dir)")
 	fl.StringVar(&f.newDir, "new-dir", "", "a local directory holding the NEW module (with --old-dir)")
 	fl.StringVar(&f.list, "list", "", "build every entry of a build list file")
-	fl.BoolVar(&f.builtin, "builtin-list", false, "build every entry of the shipped build list")
+	fl.BoolVar(&f.builtin, "builtin", false, "build every entry of the shipped build list")
+	fl.BoolVar(&f.showBuiltin, "builtin-list", false, "print the shipped build list (module, versions, instance id) and build nothing")
 	fl.DurationVar(&f.timeout, "timeout", 2*time.Hour, "deadline of the whole run")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log progress to stderr")
@@ -89,10 +93,14 @@ func runSWEBuildGo(ctx context.Context, out, errOut io.Writer, f sweBuildGoFlags
 	local := f.oldDir != "" || f.newDir != ""
 	listed := f.list != "" || f.builtin
 	switch {
+	case f.showBuiltin && (listed || local || len(args) > 0):
+		return errors.New("--builtin-list only prints the shipped list: it takes no other list, MODULE OLD NEW or --old-dir/--new-dir (--builtin builds the list)")
+	case f.showBuiltin:
+		return printBuiltinList(out, f.asJSON)
 	case listed && (local || len(args) > 0):
-		return errors.New("--list and --builtin-list take no MODULE OLD NEW and no --old-dir/--new-dir")
+		return errors.New("--list and --builtin take no MODULE OLD NEW and no --old-dir/--new-dir")
 	case f.list != "" && f.builtin:
-		return errors.New("give --list FILE or --builtin-list, not both")
+		return errors.New("give --list FILE or --builtin, not both")
 	case local && (f.oldDir == "" || f.newDir == ""):
 		return errors.New("give both --old-dir and --new-dir")
 	case local && len(args) != 0 && len(args) != 3:
@@ -141,6 +149,34 @@ func runSWEBuildGo(ctx context.Context, out, errOut io.Writer, f sweBuildGoFlags
 		}
 		return fmt.Errorf("%d of the list's entries gave no instance", len(rep.Errors))
 	}
+	return err
+}
+
+// printBuiltinList prints the shipped build list: a table, or with asJSON
+// the entries as --list reads them ({"module", "old", "new"}), one a line.
+func printBuiltinList(out io.Writer, asJSON bool) error {
+	specs, err := gobuild.ReadList(gobuild.BuiltinList)
+	if err != nil {
+		return fmt.Errorf("the shipped build list: %w", err)
+	}
+	if asJSON {
+		enc := json.NewEncoder(out)
+		for _, s := range specs {
+			if err := enc.Encode(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MODULE\tOLD\tNEW\tINSTANCE")
+	for _, s := range specs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Module, s.Old, s.New, gobuild.InstanceID(s.Module, s.New))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "%d entries; build them with: nextstate swe build-go --builtin\n", len(specs))
 	return err
 }
 

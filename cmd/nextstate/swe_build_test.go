@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/nextstate-rl/nextstate/envs/swe/gobuild"
 )
 
 func TestSWEBuildGoLocalPair(t *testing.T) {
@@ -45,8 +49,10 @@ func TestSWEBuildGoArguments(t *testing.T) {
 	}{
 		{[]string{"github.com/google/uuid", "v1.5.0"}, "want MODULE OLD NEW"},
 		{[]string{"--old-dir", "x"}, "give both --old-dir and --new-dir"},
-		{[]string{"--builtin-list", "--list", "f"}, "not both"},
-		{[]string{"--builtin-list", "m", "a", "b"}, "take no MODULE OLD NEW"},
+		{[]string{"--builtin", "--list", "f"}, "not both"},
+		{[]string{"--builtin", "m", "a", "b"}, "take no MODULE OLD NEW"},
+		{[]string{"--builtin-list", "--builtin"}, "only prints the shipped list"},
+		{[]string{"--builtin-list", "m", "a", "b"}, "only prints the shipped list"},
 	} {
 		cmd := newSWEBuildGo()
 		cmd.SetOut(&bytes.Buffer{})
@@ -54,6 +60,45 @@ func TestSWEBuildGoArguments(t *testing.T) {
 		cmd.SetArgs(c.args)
 		if err := cmd.ExecuteContext(context.Background()); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: got %v, want %q", c.args, err, c.want)
+		}
+	}
+}
+
+// --builtin-list prints the shipped list and builds nothing: no download,
+// no repository, no instances file.
+func TestSWEBuildGoBuiltinListOnlyLists(t *testing.T) {
+	specs, err := gobuild.ReadList(gobuild.BuiltinList)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, asJSON := range []bool{false, true} {
+		out := t.TempDir()
+		args := []string{"--builtin-list", "--out", out, "--modcache", filepath.Join(out, "gomod"), "--proxy", "off"}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		c := newSWEBuildGo()
+		var stdout, stderr bytes.Buffer
+		c.SetOut(&stdout)
+		c.SetErr(&stderr)
+		c.SetArgs(args)
+		if err := c.ExecuteContext(context.Background()); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, stderr.String())
+		}
+		if left, _ := os.ReadDir(out); len(left) > 0 {
+			t.Errorf("%v wrote %d entries into --out", args, len(left))
+		}
+		if asJSON {
+			got, err := gobuild.ReadList(stdout.Bytes())
+			if err != nil || !reflect.DeepEqual(got, specs) {
+				t.Errorf("--json: %v, %v; want the shipped list %v", got, err, specs)
+			}
+			continue
+		}
+		for _, s := range specs {
+			if !strings.Contains(stdout.String(), gobuild.InstanceID(s.Module, s.New)) {
+				t.Errorf("the table lacks %s %s: %s", s.Module, s.New, stdout.String())
+			}
 		}
 	}
 }

@@ -98,7 +98,8 @@
 // blank and "#" lines skipped) and is idempotent: an entry whose instance is
 // in the instances file, with its repository at the base commit and both
 // module versions in the cache, is reused. `nextstate swe build-go
-// --builtin-list` builds the shipped list, --list FILE another.
+// --builtin` builds the shipped list, --list FILE another;
+// --builtin-list prints the shipped list and builds nothing.
 //
 // # Settings
 //
