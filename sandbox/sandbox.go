@@ -281,6 +281,18 @@ type Shell interface {
 	Close() error
 }
 
+// TerminalWatcher is implemented by Shells that can tell what runs in the
+// foreground of their terminal. TerminalForeground reports whether the
+// terminal's own shell holds the foreground (no program started from it
+// runs there: typed commands have finished) and, when one does, the
+// program's name. Typed input that the shell has not read yet shows once
+// it has: the shell runs it, or echoes it at its prompt. Verifiers call it
+// after the agent's last action, to let what the agent typed be processed
+// before its processes are ended.
+type TerminalWatcher interface {
+	TerminalForeground(ctx context.Context) (shellHasIt bool, program string, err error)
+}
+
 // Killer is implemented by sandboxes that can end every process in them
 // but their keeper (the process that holds the sandbox open) at once:
 // processes in the background, double-forked, in a session of their own

@@ -257,6 +257,41 @@ func (s *shell) Screen(ctx context.Context) (string, error) {
 	return strings.TrimRight(scr, "\n") + "\n", nil
 }
 
+// foregroundScript prints the terminal's shell's pid, its process group,
+// the terminal's foreground process group (fields 5 and 8 of
+// /proc/PID/stat, counted after the parenthesised name, which may hold
+// spaces) and the foreground group leader's name.
+const foregroundScript = `p=$(tmux -L %s display-message -p -t main '#{pane_pid}') || exit 1
+s=$(cat /proc/$p/stat) || exit 1
+set -- ${s##*) }
+printf '%%s %%s %%s ' "$p" "$3" "$6"
+cat /proc/$6/comm 2>/dev/null || echo '?'`
+
+// TerminalForeground implements TerminalWatcher.
+func (s *shell) TerminalForeground(ctx context.Context) (bool, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return false, "", ErrClosed
+	}
+	if s.tmuxErr != nil {
+		return false, "", s.tmuxErr
+	}
+	out, rc, err := s.control(ctx, "( "+fmt.Sprintf(foregroundScript, s.tmux)+" ) 2>&1")
+	if err != nil {
+		return false, "", err
+	}
+	f := strings.Fields(out)
+	if rc != 0 || len(f) < 4 {
+		return false, "", fmt.Errorf("sandbox: reading the terminal's foreground: exit %d: %s", rc, strings.TrimSpace(out))
+	}
+	shellGroup, foreground := f[1], f[2]
+	if foreground == shellGroup {
+		return true, "", nil
+	}
+	return false, strings.Join(f[3:], " "), nil
+}
+
 func (s *shell) tmuxCmd(ctx context.Context, args string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

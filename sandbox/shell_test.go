@@ -163,3 +163,47 @@ func TestShellLocalTerminal(t *testing.T) {
 		t.Errorf("Screen after Close: %v", err)
 	}
 }
+
+// The terminal's foreground: its shell at the prompt, a program it runs,
+// the shell again once the program ends.
+func TestShellLocalTerminalForeground(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("no tmux")
+	}
+	sh := newLocalShell(t)
+	tw, ok := sh.(sandbox.TerminalWatcher)
+	if !ok {
+		t.Fatalf("%T is not a sandbox.TerminalWatcher", sh)
+	}
+	ctx := context.Background()
+	waitFor := func(shellHasIt bool, program string) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			has, prog, err := tw.TerminalForeground(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if has == shellHasIt && prog == program {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("foreground: shell %v, program %q; want %v, %q", has, prog, shellHasIt, program)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitFor(true, "")
+	if err := sh.SendKeys(ctx, "sleep 600", "Enter"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(false, "sleep")
+	if err := sh.SendKeys(ctx, "C-c"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(true, "")
+	sh.Close()
+	if _, _, err := tw.TerminalForeground(ctx); !errors.Is(err, sandbox.ErrClosed) {
+		t.Errorf("TerminalForeground after Close: %v", err)
+	}
+}

@@ -112,6 +112,15 @@
 // gym.Verifier, and Verify judges the agent's work with nothing of the
 // agent's in the way:
 //
+//  0. when the agent typed into the terminal (shell_send_keys), what it
+//     typed is processed first: the terminal's shell must hold the
+//     foreground again (typed commands finished, typed-ahead input read)
+//     and its screen be still, for at most MaxTypedSettle (a program left
+//     in the foreground, an editor or a server, is named in the info's
+//     "terminal"). So the terminal's state at submit is what the agent left
+//     once its input has been processed, and a solution that types a
+//     command with a short wait passes, as in Terminal-Bench, where the
+//     agent's processes run on during the tests;
 //  1. every process of the agent's sandbox is killed (sandbox.Killer, a
 //     PID-namespace sweep: background jobs, double forks, setsid, nohup,
 //     tmux servers alike), so nothing the agent started runs on. A task

@@ -39,6 +39,7 @@ type Env struct {
 	box shelltool.Box // the agent's sandbox and shell
 
 	textFinal bool // a text-only action ends the episode
+	typed     bool // shell_send_keys ran this episode: Verify lets the terminal settle
 
 	closing sync.WaitGroup // releases in the background (background); Close waits
 }
@@ -53,7 +54,7 @@ type Env struct {
 // "final" (a text-only action ends the episode, as a chat model's final
 // answer does).
 func (e *Env) Reset(ctx context.Context, task *gym.Task, _ int64, opts gym.Options) (gym.Observation, gym.Info, error) {
-	e.textFinal = false
+	e.textFinal, e.typed = false, false
 	if v, ok := opts["text_action"]; ok {
 		switch v {
 		case "final":
@@ -198,6 +199,7 @@ func (e *Env) run(ctx context.Context, c call, info gym.Info) (string, error) {
 	case ToolExec:
 		return e.box.Exec(ctx, c.Command, c.Timeout, info)
 	case ToolSendKeys:
+		e.typed = true
 		if err := e.box.Shell.SendKeys(ctx, c.Keys...); err != nil {
 			return "", e.box.ToolFault("the terminal", err)
 		}
@@ -272,6 +274,70 @@ func (e *Env) settle(ctx context.Context, wait time.Duration) (string, error) {
 		}
 	}
 	return trimScreen(prev), nil
+}
+
+// MaxTypedSettle bounds how long Verify waits, at the end of an episode
+// whose agent typed into the terminal, for what it typed to be processed
+// (settleTyped).
+const MaxTypedSettle = 30 * time.Second
+
+// settleTyped waits, before the agent's processes are ended, until what
+// the agent typed into the terminal has been processed: the terminal's
+// shell holds the foreground again (the commands typed have finished, and
+// input typed ahead of them has been read) and the screen has not changed
+// for a moment. A program left running in the foreground (an editor, a
+// REPL, a server) is waited for up to MaxTypedSettle, and named in the
+// info. Terminal-Bench leaves such processes running while the tests run;
+// here nothing of the agent's runs then, so this wait is what lets a
+// command typed with a short wait finish, as it would have there.
+func (e *Env) settleTyped(ctx context.Context) gym.Info {
+	tw, ok := e.box.Shell.(sandbox.TerminalWatcher)
+	if !e.typed || !ok {
+		return nil
+	}
+	const quiet, poll = 300 * time.Millisecond, 50 * time.Millisecond
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, MaxTypedSettle)
+	defer cancel()
+	var prev, program string
+	var still time.Time
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	for {
+		idle, prog, err := tw.TerminalForeground(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				// A terminal the agent broke has nothing left to settle.
+				return gym.Info{"error": err.Error()}
+			}
+			break
+		}
+		scr, err := e.box.Shell.Screen(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				return gym.Info{"error": err.Error()}
+			}
+			break
+		}
+		program = prog
+		now := time.Now()
+		if !idle || scr != prev || still.IsZero() {
+			prev, still = scr, now
+		} else if now.Sub(still) >= quiet {
+			return gym.Info{"settled_ms": now.Sub(start).Milliseconds()}
+		}
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+			continue
+		}
+		break
+	}
+	info := gym.Info{"busy": true, "waited_ms": time.Since(start).Milliseconds()}
+	if program != "" {
+		info["foreground"] = program
+	}
+	return info
 }
 
 // trimScreen drops trailing blank lines and spaces of a captured screen.

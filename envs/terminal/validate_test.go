@@ -3,6 +3,7 @@ package terminal_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -49,5 +50,33 @@ func TestSmokeTasksValidate(t *testing.T) {
 				t.Errorf("%s: nothing %.2f, oracle %.2f: %s\nnothing: %v\noracle: %v", task.ID, res.Nothing, res.Oracle, res.Err, res.NothingTests, res.OracleTests)
 			}
 		})
+	}
+}
+
+// A solution that types into the terminal with short waits passes its own
+// oracle: at submit, the typed commands (one sleeping, one typed ahead of
+// it) are let finish before the agent's processes end.
+func TestTypedKeysProcessedAtSubmit(t *testing.T) {
+	settings := needBwrap(t)
+	task, err := terminal.LoadTask(filepath.Join("testdata", "tasks", "typed-at-submit"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := terminal.NewValidator(settings)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := v.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	res := v.Validate(t.Context(), &task)
+	if !res.OK {
+		t.Fatalf("nothing %.2f, oracle %.2f: %s\nnothing: %v\noracle: %v", res.Nothing, res.Oracle, res.Err, res.NothingTests, res.OracleTests)
+	}
+	info, _ := res.OracleTests.(gym.Info)
+	term, _ := info["terminal"].(gym.Info)
+	if _, ok := term["settled_ms"]; !ok {
+		t.Errorf("the oracle's verifier info says nothing of the terminal settling: %v", info)
 	}
 }

@@ -69,6 +69,7 @@ func testsOf(task *gym.Task, files fs.FS) (*VerifierData, error) {
 
 // Verify implements gym.Verifier. After the agent's last action:
 //
+//  0. what the agent typed into the terminal is processed (settleTyped);
 //  1. every process of the agent's sandbox is killed (sandbox.Killer: its
 //     PID namespace, not a process group), so nothing the agent started
 //     runs while its work is judged;
@@ -97,6 +98,11 @@ func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 		return 0, gym.Info{"tests": "none", "note": "the task has no run-tests.sh"}, nil
 	}
 	start := time.Now()
+	// What the agent typed is processed before its processes end.
+	var typed gym.Info
+	if e.box.Shell != nil {
+		typed = e.settleTyped(ctx)
+	}
 	// The shell dies with every other process of the sandbox below; its
 	// object is let go of after, off the step's path.
 	if sh := e.box.Shell; sh != nil {
@@ -187,6 +193,9 @@ func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 	}
 	if len(r.Stderr) > 0 {
 		info["stderr_tail"] = tail(r.Stderr, 2000)
+	}
+	if typed != nil {
+		info["terminal"] = typed
 	}
 	if r.TimedOut {
 		info["timed_out"] = true
