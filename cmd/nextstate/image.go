@@ -81,8 +81,9 @@ func newImageBuildTask() *cobra.Command {
 		Long: `Build the Dockerfile of a task directory on each engine with the legacy builder
 (no BuildKit: no heredocs) and print the image's reference, ` + image.TaskRepo + `/<name>:<hash>,
 where the hash covers the directory's content. A present tag is reused unless --force.
-A FROM image that is not on the engine is replaced by --base-image (for example
-` + image.Base + `); without it such a FROM is an error, as nothing is pulled.`,
+A FROM image that is not on the engine is replaced by --base-image (default
+` + image.Base + `, as in tasks validate and serve); with --base-image "" such a FROM is an
+error, as nothing is pulled. A failed build's error ends with the build's output.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -102,7 +103,7 @@ A FROM image that is not on the engine is replaced by --base-image (for example
 	}
 	fl := c.Flags()
 	fl.StringArrayVar(&hosts, "docker-host", nil, "engine to build on (repeatable: unix://, tcp://, ssh://); default $DOCKER_HOST or the local socket")
-	fl.StringVar(&o.BaseImage, "base-image", "", "image that replaces a FROM image missing from the engine")
+	fl.StringVar(&o.BaseImage, "base-image", image.Base, `image that replaces a FROM image missing from the engine ("" for none: such a FROM is an error)`)
 	fl.StringVar(&o.Name, "name", "", "image name (default: the directory's name)")
 	fl.StringVarP(&o.Dockerfile, "file", "f", "Dockerfile", "the Dockerfile's name in DIR")
 	fl.BoolVar(&o.Force, "force", false, "build even if the tag is present")

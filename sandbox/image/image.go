@@ -26,6 +26,7 @@ package image
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -278,10 +279,31 @@ func Import(ctx context.Context, cli *client.Client, tarball string, refs ...str
 	return nil
 }
 
+// MaxErrorOutput caps the output a BuildError keeps: the end of the
+// build's output, where the failing step is.
+const MaxErrorOutput = 8 << 10
+
+// BuildError is an engine's error message with the output that led to it
+// (the failing step's command and what it printed), at most
+// MaxErrorOutput of its end.
+type BuildError struct {
+	Message string
+	Output  string
+}
+
+func (e *BuildError) Error() string {
+	if strings.TrimSpace(e.Output) == "" {
+		return e.Message
+	}
+	return e.Message + "\nthe build's output:\n" + strings.TrimRight(e.Output, "\n")
+}
+
 // readStream reads an engine's JSON message stream, writing its text to
-// log, and returns the first error message in it.
+// log, and returns the first error message in it as a *BuildError, with
+// the end of the output before it.
 func readStream(r io.Reader, log io.Writer) error {
 	dec := json.NewDecoder(bufio.NewReader(r))
+	var out tailBuffer
 	for {
 		var m jsonstream.Message
 		if err := dec.Decode(&m); err != nil {
@@ -291,14 +313,45 @@ func readStream(r io.Reader, log io.Writer) error {
 			return err
 		}
 		if m.Error != nil {
-			return errors.New(strings.TrimSpace(m.Error.Message))
+			return &BuildError{Message: strings.TrimSpace(m.Error.Message), Output: out.String()}
 		}
 		if m.Stream != "" {
 			io.WriteString(log, m.Stream)
+			out.write(m.Stream)
 		} else if m.Status != "" && m.Progress == nil {
 			fmt.Fprintln(log, m.Status)
+			out.write(m.Status + "\n")
 		}
 	}
+}
+
+// tailBuffer keeps the last MaxErrorOutput bytes written to it, from a
+// line's start, marking what it dropped.
+type tailBuffer struct {
+	b       []byte
+	dropped bool
+}
+
+func (t *tailBuffer) write(s string) {
+	t.b = append(t.b, s...)
+	if len(t.b) > 2*MaxErrorOutput {
+		t.b = append(t.b[:0], t.b[len(t.b)-MaxErrorOutput:]...)
+		t.dropped = true
+	}
+}
+
+func (t *tailBuffer) String() string {
+	b := t.b
+	if len(b) > MaxErrorOutput {
+		b, t.dropped = b[len(b)-MaxErrorOutput:], true
+	}
+	if !t.dropped {
+		return string(b)
+	}
+	if i := bytes.IndexByte(b, '\n'); i >= 0 && i < len(b)-1 {
+		b = b[i+1:]
+	}
+	return "[... earlier output cut ...]\n" + string(b)
 }
 
 func run(ctx context.Context, log io.Writer, name string, args ...string) error {

@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -269,4 +271,40 @@ func readFiles(t *testing.T, cli *client.Client, ref string, paths ...string) ma
 		res.Content.Close()
 	}
 	return out
+}
+
+// A failed build's error carries the build's output: the failing step and
+// what it printed, not only the engine's last words.
+func TestReadStreamErrorHasOutput(t *testing.T) {
+	stream := `{"stream":"Step 1/2 : FROM nextstate/base\n"}
+{"stream":" ---\u003e 1a2b3c\n"}
+{"stream":"Step 2/2 : RUN make -C /app\n"}
+{"stream":"make: *** No targets specified and no makefile found.  Stop.\n"}
+{"errorDetail":{"code":2,"message":"The command '/bin/sh -c make -C /app' returned a non-zero code: 2"},"error":"The command '/bin/sh -c make -C /app' returned a non-zero code: 2"}
+`
+	var log bytes.Buffer
+	err := readStream(strings.NewReader(stream), &log)
+	var be *BuildError
+	if !errors.As(err, &be) {
+		t.Fatalf("got %v, want a *BuildError", err)
+	}
+	for _, want := range []string{"returned a non-zero code: 2", "Step 2/2 : RUN make -C /app", "No targets specified"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error lacks %q: %s", want, err)
+		}
+	}
+	if !strings.Contains(log.String(), "No targets specified") {
+		t.Errorf("the log lacks the output: %q", log.String())
+	}
+	// A long build keeps the end of its output, marked as cut.
+	var long strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&long, "{\"stream\":\"line %d of the build\\n\"}\n", i)
+	}
+	long.WriteString(`{"errorDetail":{"message":"failed"}}` + "\n")
+	err = readStream(strings.NewReader(long.String()), io.Discard)
+	if !errors.As(err, &be) || len(be.Output) > MaxErrorOutput+100 || !strings.Contains(be.Output, "line 1999 of the build") ||
+		!strings.Contains(be.Output, "earlier output cut") || strings.Contains(be.Output, "line 0 of") {
+		t.Errorf("a long build's output: %d bytes, %v", len(be.Output), err)
+	}
 }
