@@ -76,6 +76,19 @@ func NewTraining(m *Model, opt TrainOptions) (*Training, error) {
 // Model is the model being trained.
 func (t *Training) Model() *Model { return t.m }
 
+// NumTrainable is the number of trained parameters (frozen ones excluded).
+func (t *Training) NumTrainable() int {
+	n := 0
+	for _, g := range t.groups() {
+		for i, tn := range g.lay.tensors {
+			if g.trainable[i] {
+				n += tn.size()
+			}
+		}
+	}
+	return n
+}
+
 // Steps is the number of optimizer steps taken.
 func (t *Training) Steps() int { return t.step }
 

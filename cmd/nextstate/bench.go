@@ -17,7 +17,7 @@ import (
 
 func newBench() *cobra.Command {
 	c := &cobra.Command{Use: "bench", Short: "Measure nextstate"}
-	c.AddCommand(newBenchWS(), newBenchModel(), newBenchSandbox(), newBenchBFCL(), newBenchGUI())
+	c.AddCommand(newBenchWS(), newBenchModel(), newBenchTrain(), newBenchSandbox(), newBenchBFCL(), newBenchGUI())
 	return c
 }
 

@@ -31,6 +31,40 @@ func TestBenchModel(t *testing.T) {
 	}
 }
 
+func TestBenchTrain(t *testing.T) {
+	out, err := run(t, "bench", "train", "--json", "--runs", "tiny:full,tiny:lora", "--batch", "2", "--seq", "8", "--steps", "1", "--rank", "4")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var rep BenchTrainReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(rep.Runs) != 2 || rep.SgemmGFLOPS <= 0 {
+		t.Fatalf("%+v", rep)
+	}
+	full, lora := rep.Runs[0], rep.Runs[1]
+	if full.Trainable != full.Params || lora.Trainable <= 0 || lora.Trainable >= full.Params || full.Tokens != 16 {
+		t.Fatalf("trainable counts: full %d of %d, lora %d", full.Trainable, full.Params, lora.Trainable)
+	}
+	for _, r := range rep.Runs {
+		if r.Go.TokensPerS <= 0 || r.FLOPsPerStep <= 0 || r.Go.PeakFraction <= 0 {
+			t.Fatalf("%s: %+v", r.Name, r)
+		}
+		// PyTorch runs beside when Debian's python3-torch is installed (make
+		// test installs it); its absence is reported, not hidden.
+		if r.Torch == nil && rep.TorchSkipped == "" {
+			t.Fatalf("%s: no PyTorch numbers and no reason: %+v", r.Name, rep)
+		}
+		if r.Torch != nil && r.Torch.TokensPerS <= 0 {
+			t.Fatalf("%s: PyTorch %+v", r.Name, r.Torch)
+		}
+	}
+	if _, err := run(t, "bench", "train", "--runs", "20m:half"); err == nil || !strings.Contains(err.Error(), "modes: full, lora") {
+		t.Fatalf("bad --runs: %v", err)
+	}
+}
+
 // writeTinyModel writes a random Qwen3 folder with a byte-level tokenizer.json.
 func writeTinyModel(t *testing.T) string {
 	dir := t.TempDir()

@@ -12,9 +12,11 @@ adapters are checked against, and the PyTorch side of `bench train`.
     "final.NAME" (the parameters after the last step) of every trainable
     tensor; prints {"losses": [...]} (each step's loss before its update).
   qwen3.py bench-train DIR IN.json
-    IN: {"batch": B, "seq": T, "steps": n, "threads": k, "lora": null or {"r", "alpha", "targets"}};
-    prints {"tokens_per_s": ..., "torch": version, "threads": k}: forward, backward and AdamW
-    on B random sequences of T tokens, the best of n steps after a warm-up one.
+    IN: {"batch": B, "seq": T, "steps": n, "threads": k, "lora": null or {"r", "alpha", "targets"},
+         "data": [[ids...] × B] or null (random)};
+    prints {"tokens_per_s", "step_s", "torch": version, "threads": k, "peak_rss_bytes",
+    "sgemm_gflops"}: forward, backward and AdamW on the B sequences of T tokens, the best of
+    n steps after a warm-up one; sgemm_gflops is torch.mm's best on 1024³.
 """
 import json
 import math
@@ -162,7 +164,10 @@ def cmd_bench_train(model, req):
     opt = optimizer(named, {"weight_decay": 0.0})
     for grp in opt.param_groups:
         grp["lr"] = 1e-5
-    data = torch.randint(0, V, (B, T), generator=g)
+    if req.get("data"):
+        data = torch.tensor(req["data"], dtype=torch.int64)
+    else:
+        data = torch.randint(0, V, (B, T), generator=g)
 
     def step():
         opt.zero_grad(set_to_none=True)
@@ -177,6 +182,14 @@ def cmd_bench_train(model, req):
         t0 = time.perf_counter()
         step()
         best = min(best, time.perf_counter() - t0)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    del opt, named
+    a = torch.randn(1024, 1024, generator=g)
+    mm = math.inf
+    for _ in range(5):
+        t0 = time.perf_counter()
+        torch.mm(a, a.T)
+        mm = min(mm, time.perf_counter() - t0)
     print(json.dumps({"tokens_per_s": B * T / best, "step_s": best, "torch": torch.__version__,
-                      "threads": torch.get_num_threads(),
-                      "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+                      "threads": torch.get_num_threads(), "peak_rss_bytes": peak,
+                      "sgemm_gflops": 2 * 1024 ** 3 / mm / 1e9}))
