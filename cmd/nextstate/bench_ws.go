@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,7 @@ import (
 type benchWSFlags struct {
 	addr, token, env, task, text string
 	serverProfile, profile       string
+	memProfile                   string
 	think                        time.Duration
 	sessions, steps, conns, dial int
 	timeout                      time.Duration
@@ -75,6 +77,7 @@ own file-descriptor limit, as they would on two machines.`,
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up after this long")
 	fl.DurationVar(&f.think, "think", 0, "mean pause between a session's steps, as an agent thinking, drawn from [think/2, 3think/2] (0: step back to back)")
 	fl.StringVar(&f.profile, "cpu-profile", "", "write the benchmark client's CPU profile to this file")
+	fl.StringVar(&f.memProfile, "mem-profile", "", "write the benchmark client's heap profile, taken after the steps with every session still open, to this file")
 	fl.StringVar(&f.serverProfile, "server-cpu-profile", "", "with no --addr: write the server's CPU profile to this file")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
 	return c
@@ -116,6 +119,12 @@ func runBenchWS(ctx context.Context, out io.Writer, f benchWSFlags) error {
 	start = time.Now()
 	lat, ok := b.step(ctx, sessions)
 	stepSeconds := time.Since(start).Seconds()
+	if f.memProfile != "" {
+		if err := writeHeapProfile(f.memProfile); err != nil {
+			b.close(sessions, conns)
+			return err
+		}
+	}
 
 	b.close(sessions, conns)
 
@@ -302,6 +311,21 @@ func parallel(n, limit int, fn func(i int)) {
 		})
 	}
 	wg.Wait()
+}
+
+// writeHeapProfile writes this process's live heap, as of a fresh garbage
+// collection, to path.
+func writeHeapProfile(path string) error {
+	pf, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(pf); err != nil {
+		pf.Close()
+		return err
+	}
+	return pf.Close()
 }
 
 // startCPUProfile writes this process's CPU profile to path until stop.
