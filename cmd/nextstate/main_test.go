@@ -123,10 +123,14 @@ func TestBenchWS(t *testing.T) {
 			t.Error(err)
 		}
 	})
+	heap := filepath.Join(t.TempDir(), "client.heap")
 	out, err := run(t, "bench", "ws", "--addr", "ws://"+ln.Addr().String(), "--sessions", "40", "--conns", "8",
-		"--steps", "5", "--json")
+		"--steps", "5", "--json", "--mem-profile", heap)
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, out)
+	}
+	if fi, err := os.Stat(heap); err != nil || fi.Size() == 0 {
+		t.Errorf("--mem-profile wrote no profile: %v", err)
 	}
 	var rep BenchReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
