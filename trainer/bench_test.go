@@ -49,3 +49,35 @@ func BenchmarkDecode(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTrainStep is one training step (forward, backward, AdamW) of
+// benchConfig on 2×256 tokens, full and LoRA (rank 16, every projection).
+func BenchmarkTrainStep(b *testing.B) {
+	for _, mode := range []string{"full", "lora"} {
+		b.Run(mode, func(b *testing.B) {
+			m, _ := New(benchConfig(), cpu.New())
+			m.InitRandom(1, 0.02)
+			if mode == "lora" {
+				if err := m.AddLoRA(LoRAConfig{Rank: 16, Alpha: 32}, 1); err != nil {
+					b.Fatal(err)
+				}
+			}
+			tr, err := NewTraining(m, TrainOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer tr.Close()
+			r := rand.New(rand.NewPCG(1, 1))
+			batch := NextTokenBatch([][]int32{randTokens(r, 256, m.Config.VocabSize), randTokens(r, 256, m.Config.VocabSize)}, nil)
+			for b.Loop() {
+				if _, err := tr.ForwardBackward(batch, CrossEntropy{}); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := tr.Step(AdamWOptions{LR: 1e-5}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(512*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
+	}
+}

@@ -57,20 +57,7 @@ func runTorchTrain(t *testing.T, dir string, req map[string]any) torchTrain {
 	if err := json.Unmarshal(js, &res); err != nil {
 		t.Fatalf("%v: %s", err, js)
 	}
-	f, err := safetensors.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	res.tensors = map[string][]float32{}
-	for _, n := range f.Names() {
-		info, _ := f.Info(n)
-		v := make([]float32, info.Elems())
-		if err := f.ReadFloat32(n, v); err != nil {
-			t.Fatal(err)
-		}
-		res.tensors[n] = v
-	}
+	res.tensors = readGrads(t, out)
 	return res
 }
 

@@ -10,6 +10,7 @@ BF16) with nothing but torch and the standard library.
                                           "prompt": P, "threads": k, "repeat": r}; prints JSON
   qwen3.py train DIR IN.json OUT.st       autograd and torch.optim.AdamW (see train.py)
   qwen3.py bench-train DIR IN.json        training tokens/s (see train.py)
+  qwen3.py objective DIR IN.json OUT.st   the RL objectives' loss and gradients (see objective.py)
 """
 import json
 import math
@@ -192,6 +193,9 @@ def main():
     elif cmd == "train":
         import train
         train.cmd_train(model, req, sys.argv[4])
+    elif cmd == "objective":
+        import objective
+        objective.cmd_objective(model, req, sys.argv[4])
     elif cmd == "bench-train":
         import train
         train.cmd_bench_train(model, req)

@@ -1,6 +1,6 @@
 // Package torchref runs the plain-PyTorch Qwen3 (qwen3.py: the forward,
 // greedy generation; train.py: autograd, torch.optim.AdamW, a plain LoRA;
-// both embedded) that the Go model and trainer are tested and benchmarked
+// objective.py: the RL objectives; all embedded) that the Go model and trainer are tested and benchmarked
 // against. It needs Debian's python3-torch: Python says whether
 // /usr/bin/python3 (or NEXTSTATE_TORCH_PYTHON) can import torch, and why not.
 package torchref
@@ -22,6 +22,9 @@ var script []byte
 
 //go:embed train.py
 var trainScript []byte
+
+//go:embed objective.py
+var objectiveScript []byte
 
 var (
 	once      sync.Once
@@ -66,6 +69,9 @@ func Run(ctx context.Context, cmd, dir string, req any, extra ...string) ([]byte
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "train.py"), trainScript, 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "objective.py"), objectiveScript, 0o644); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(in, js, 0o644); err != nil {
