@@ -361,6 +361,9 @@ type ImageBuilder interface {
 type ImageBuild struct {
 	// Dir is the build context, a host directory holding the Dockerfile.
 	Dir string
+	// Dockerfile is the Dockerfile's path in Dir (slash-separated); empty
+	// is "Dockerfile".
+	Dockerfile string
 	// Name names the image (a task's name).
 	Name string
 	// BaseImage replaces each FROM image the backend does not have; empty

@@ -68,7 +68,13 @@
 // # The Terminal-Bench task format
 //
 // A task folder holds task.yaml, Dockerfile, run-tests.sh, tests/ and
-// solution.sh or solution.yaml (see LoadTask). task.yaml maps so:
+// solution.sh or solution.yaml (see LoadTask). A docker-compose.yaml
+// (.yml) names where the image is built from instead: its main service's
+// (MainService, or the only one) build context and Dockerfile, which may be
+// in a subfolder; nothing else of compose is supported (other services
+// and build args make the reset fail with "unsupported_task", saying
+// which; image, command, environment, volumes are ignored). task.yaml
+// maps so:
 //
 //	instruction (or descriptions[key=base])  Task.Instruction
 //	max_agent_timeout_sec (default 360)      Limits.EpisodeTimeout = agent + test timeout + 1 min

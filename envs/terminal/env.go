@@ -33,6 +33,7 @@ type Env struct {
 	files   fs.FS // the task's folder, nil for a task without files
 	tests   *VerifierData
 	df      *Dockerfile // the task's Dockerfile, nil when it has none
+	build   taskBuild   // where the image is built from (the compose file's main service)
 	data    TaskData
 	workdir string
 
@@ -70,10 +71,18 @@ func (e *Env) Reset(ctx context.Context, task *gym.Task, _ int64, opts gym.Optio
 		return gym.Observation{}, nil, gym.InfraFault("bad_task", err)
 	}
 	var df *Dockerfile
+	bld := taskBuild{Context: ".", Dockerfile: "Dockerfile"}
 	if files != nil {
-		if b, err := fs.ReadFile(files, "Dockerfile"); err == nil {
+		if bld, err = readTaskBuild(files); err != nil {
+			return gym.Observation{}, nil, gym.InfraFault("bad_task", fmt.Errorf("task %s: %w", task.ID, err))
+		}
+		if len(bld.Unsupported) > 0 {
+			return gym.Observation{}, nil, gym.InfraFault("unsupported_task", fmt.Errorf("task %s: its docker-compose file asks for what nextstate does not do: %s",
+				task.ID, strings.Join(bld.Unsupported, "; ")))
+		}
+		if b, err := fs.ReadFile(files, bld.Dockerfile); err == nil {
 			if df, err = ParseDockerfile(b); err != nil {
-				return gym.Observation{}, nil, gym.InfraFault("bad_task", fmt.Errorf("task %s: %w", task.ID, err))
+				return gym.Observation{}, nil, gym.InfraFault("bad_task", fmt.Errorf("task %s: %s: %w", task.ID, bld.Dockerfile, err))
 			}
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return gym.Observation{}, nil, gym.InfraFault("bad_task", err)
@@ -89,8 +98,8 @@ func (e *Env) Reset(ctx context.Context, task *gym.Task, _ int64, opts gym.Optio
 			return gym.Observation{}, nil, gym.InfraFault("bad_task", fmt.Errorf("task %s: terminal-v1 data: %w", task.ID, err))
 		}
 	}
-	e.task, e.files, e.tests, e.df, e.data = task, files, tests, df, data
-	if err := e.box.Reset(ctx, task, e.build); err != nil {
+	e.task, e.files, e.tests, e.df, e.data, e.build = task, files, tests, df, data, bld
+	if err := e.box.Reset(ctx, task, e.makeSandbox); err != nil {
 		return gym.Observation{}, nil, err
 	}
 	instr := task.Instruction
@@ -105,9 +114,9 @@ func (e *Env) Reset(ctx context.Context, task *gym.Task, _ int64, opts gym.Optio
 	return gym.TextObservation(instr), info, nil
 }
 
-// build creates the task's sandbox in its initial state (prepare) for
-// the box, which snapshots it.
-func (e *Env) build(ctx context.Context) (sandbox.Sandbox, error) {
+// makeSandbox creates the task's sandbox in its initial state (prepare)
+// for the box, which snapshots it.
+func (e *Env) makeSandbox(ctx context.Context) (sandbox.Sandbox, error) {
 	sb, workdir, err := e.prepare(ctx)
 	if err == nil {
 		e.workdir = workdir
@@ -136,7 +145,7 @@ func (e *Env) prepare(ctx context.Context) (sandbox.Sandbox, string, error) {
 	taskImage := builds && df != nil
 	switch {
 	case taskImage:
-		img, err := e.kind.image(ctx, ib, task, files, e.baseImage)
+		img, err := e.kind.image(ctx, ib, task, files, e.build, e.baseImage)
 		if err != nil {
 			return nil, "", gym.InfraFault("task_build", fmt.Errorf("task %s: building its image: %w", task.ID, err))
 		}
@@ -162,7 +171,13 @@ func (e *Env) prepare(ctx context.Context) (sandbox.Sandbox, string, error) {
 	if workdir == "" {
 		workdir = pwd(ctx, sb)
 	}
-	if err := applySetup(ctx, sb, files, setup); err != nil {
+	var cfs fs.FS
+	if files != nil {
+		if cfs, err = e.build.contextFS(files); err != nil {
+			return sb, "", gym.InfraFault("task_build", fmt.Errorf("task %s: build context %s: %w", task.ID, e.build.Context, err))
+		}
+	}
+	if err := applySetup(ctx, sb, cfs, setup); err != nil {
 		if errors.Is(err, sandbox.ErrGone) || errors.Is(err, context.DeadlineExceeded) {
 			return sb, "", sbopen.Fault(nil, err)
 		}

@@ -23,7 +23,7 @@ type builtImage struct {
 // image missing there replaced by base), its hidden tests and solution
 // left out of the build context. Builds are cached by content on the
 // engines, and by task here.
-func (k *Kind) image(ctx context.Context, b sandbox.ImageBuilder, task *gym.Task, files fs.FS, base string) (string, error) {
+func (k *Kind) image(ctx context.Context, b sandbox.ImageBuilder, task *gym.Task, files fs.FS, bld taskBuild, base string) (string, error) {
 	key := task.Dir
 	if key == "" {
 		key = "builtin:" + task.ID
@@ -50,7 +50,11 @@ func (k *Kind) image(ctx context.Context, b sandbox.ImageBuilder, task *gym.Task
 		if task.Dir == "" {
 			name = task.ID
 		}
-		bi.ref, bi.err = b.BuildImage(ctx, sandbox.ImageBuild{Dir: dir, Name: name, BaseImage: base, Exclude: hiddenPaths})
+		ib := sandbox.ImageBuild{Dir: filepath.Join(dir, filepath.FromSlash(bld.Context)), Dockerfile: bld.dockerfileIn(), Name: name, BaseImage: base}
+		if bld.Context == "." {
+			ib.Exclude = hiddenPaths // a subfolder's context holds none of the task's own files
+		}
+		bi.ref, bi.err = b.BuildImage(ctx, ib)
 	})
 	if bi.err != nil {
 		k.images.Delete(key) // try again at the next reset

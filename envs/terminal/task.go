@@ -124,6 +124,14 @@ type TaskData struct {
 	Workdir string `json:"workdir,omitempty"`
 	// Image is the Dockerfile's FROM image.
 	Image string `json:"image,omitempty"`
+	// Dockerfile is the Dockerfile the compose file's main service builds,
+	// relative to the task folder, when it is not the folder's own
+	// "Dockerfile". Informational: the compose file is what counts.
+	Dockerfile string `json:"dockerfile,omitempty"`
+	// Unsupported lists what the task's compose file asks for that
+	// nextstate does not do (other services, build args); a task with any
+	// is refused at reset.
+	Unsupported []string `json:"unsupported,omitempty"`
 	// Network asks for network access in the sandbox (default none).
 	Network bool `json:"network,omitempty"`
 	// Difficulty, Category and Tags are copied from task.yaml.
@@ -179,7 +187,15 @@ func loadTaskFS(fsys fs.FS, id string) (gym.Task, error) {
 		return gym.Task{}, err
 	}
 	data := TaskData{Difficulty: tf.Difficulty, Category: tf.Category, Tags: tf.Tags, TaskYAML: tf.Extra}
-	if df, err := fs.ReadFile(fsys, "Dockerfile"); err == nil {
+	bld, err := readTaskBuild(fsys)
+	if err != nil {
+		return gym.Task{}, err
+	}
+	if bld.Dockerfile != "Dockerfile" {
+		data.Dockerfile = bld.Dockerfile
+	}
+	data.Unsupported = bld.Unsupported
+	if df, err := fs.ReadFile(fsys, bld.Dockerfile); err == nil {
 		d, err := ParseDockerfile(df)
 		if err != nil {
 			return gym.Task{}, err

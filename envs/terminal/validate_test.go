@@ -3,7 +3,9 @@ package terminal_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,17 +29,23 @@ func needBwrap(t testing.TB) gym.Settings {
 	return gym.Settings{"sandbox": "bwrap", "sandbox.dir": t.TempDir()}
 }
 
-// Every smoke task validates: doing nothing fails, the oracle passes.
-func TestSmokeTasksValidate(t *testing.T) {
-	settings := needBwrap(t)
+// newValidator starts a Validator closed when the test ends.
+func newValidator(t *testing.T, settings gym.Settings) *terminal.Validator {
 	v := terminal.NewValidator(settings)
-	defer func() {
+	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if err := v.Close(ctx); err != nil {
 			t.Error(err)
 		}
-	}()
+	})
+	return v
+}
+
+// Every smoke task validates: doing nothing fails, the oracle passes.
+func TestSmokeTasksValidate(t *testing.T) {
+	settings := needBwrap(t)
+	v := newValidator(t, settings)
 	tasks := terminal.SmokeTasks()
 	if len(tasks) < 12 {
 		t.Errorf("%d smoke tasks, want at least 12", len(tasks))
@@ -62,14 +70,7 @@ func TestTypedKeysProcessedAtSubmit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := terminal.NewValidator(settings)
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := v.Close(ctx); err != nil {
-			t.Error(err)
-		}
-	}()
+	v := newValidator(t, settings)
 	res := v.Validate(t.Context(), &task)
 	if !res.OK {
 		t.Fatalf("nothing %.2f, oracle %.2f: %s\nnothing: %v\noracle: %v", res.Nothing, res.Oracle, res.Err, res.NothingTests, res.OracleTests)
@@ -78,5 +79,39 @@ func TestTypedKeysProcessedAtSubmit(t *testing.T) {
 	term, _ := info["terminal"].(gym.Info)
 	if _, ok := term["settled_ms"]; !ok {
 		t.Errorf("the oracle's verifier info says nothing of the terminal settling: %v", info)
+	}
+}
+
+// A task whose docker-compose.yaml builds a Dockerfile in a subfolder gets
+// that image: its COPY reads the subfolder. A compose file that needs more
+// than the main service is refused at reset, saying what.
+func TestComposeBuildContext(t *testing.T) {
+	settings := needBwrap(t)
+	dir := filepath.Join("testdata", "tasks", "compose-subfolder")
+	task, err := terminal.LoadTask(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newValidator(t, settings)
+	if res := v.Validate(t.Context(), &task); !res.OK {
+		t.Errorf("nothing %.2f, oracle %.2f: %s\nnothing: %v\noracle: %v", res.Nothing, res.Oracle, res.Err, res.NothingTests, res.OracleTests)
+	}
+	two := filepath.Join(t.TempDir(), "compose-two-services")
+	if err := os.CopyFS(two, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(two, "docker-compose.yaml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("  server:\n    image: nginx\n")
+	f.Close()
+	task, err = terminal.LoadTask(two)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := v.Validate(t.Context(), &task)
+	if res.OK || !strings.Contains(res.Err, `services other than "client" (server) are not started`) {
+		t.Errorf("two services: %+v", res)
 	}
 }
