@@ -18,8 +18,14 @@ const (
 // openBLAS is OpenBLAS's sgemm, loaded at run time (no cgo): nil when the
 // library is absent or NEXTSTATE_NO_BLAS is set.
 type openBLAS struct {
-	path  string
-	sgemm func(order, transA, transB, m, n, k int32, alpha float32, a unsafe.Pointer, lda int32, b unsafe.Pointer, ldb int32, beta float32, c unsafe.Pointer, ldc int32)
+	path string
+	// threads is the library's own thread count: 1 when
+	// openblas_set_num_threads exists, since the backend splits each
+	// product over its Workers itself (OpenBLAS's idle threads would
+	// otherwise spin between products, taking the cores from the other
+	// kernels).
+	threads int
+	sgemm   func(order, transA, transB, m, n, k int32, alpha float32, a unsafe.Pointer, lda int32, b unsafe.Pointer, ldb int32, beta float32, c unsafe.Pointer, ldc int32)
 }
 
 // blasPaths are tried in order: Debian's libopenblas0-pthread, then whatever
@@ -52,8 +58,14 @@ func loadBLAS() *openBLAS {
 				purego.Dlclose(h)
 				continue
 			}
-			b := &openBLAS{path: p}
+			b := &openBLAS{path: p, threads: 0}
 			purego.RegisterFunc(&b.sgemm, sym)
+			if set, err := purego.Dlsym(h, "openblas_set_num_threads"); err == nil {
+				var setThreads func(int32)
+				purego.RegisterFunc(&setThreads, set)
+				setThreads(1)
+				b.threads = 1
+			}
 			blasLib = b
 			return
 		}

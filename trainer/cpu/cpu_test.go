@@ -37,6 +37,7 @@ func fastBackends() map[string]*CPU {
 	b := map[string]*CPU{"go": NewPureGo()}
 	if c := New(); c.blas != nil {
 		b["openblas"] = c
+		b["openblas-3-workers"] = &CPU{Workers: 3, blas: c.blas} // uneven splits of a product
 	}
 	return b
 }
@@ -73,7 +74,8 @@ func both(t *testing.T, name string, fast backend.Trainer, tol float64, outs []b
 func TestGemm(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 1))
 	for name, c := range fastBackends() {
-		for _, sz := range [][3]int{{1, 1, 1}, {1, 7, 5}, {3, 9, 17}, {4, 4, 4}, {8, 33, 64}, {13, 130, 70}, {64, 96, 128}} {
+		for _, sz := range [][3]int{{1, 1, 1}, {1, 7, 5}, {3, 9, 17}, {4, 4, 4}, {8, 33, 64}, {13, 130, 70}, {64, 96, 128},
+			{200, 90, 120}, {70, 230, 100}} { // the last two split over the workers, by rows and by columns
 			M, N, K := sz[0], sz[1], sz[2]
 			for _, tt := range [][2]bool{{false, true}, {false, false}, {true, false}, {true, true}} {
 				ta, tb := tt[0], tt[1]

@@ -15,10 +15,53 @@ func (c *CPU) Gemm(cm, a backend.Mat, ta bool, b backend.Mat, tb bool, alpha, be
 	}
 	A, B := f32(a.B), f32(b.B)
 	if c.blas != nil {
-		c.blas.gemm(ta, tb, M, N, K, alpha, A, a.Ld, B, b.Ld, beta, C, cm.Ld)
+		c.blasGemm(C, cm.Ld, A, a.Ld, ta, B, b.Ld, tb, M, N, K, alpha, beta)
 		return
 	}
 	c.gemmGo(C, cm.Ld, A, a.Ld, ta, B, b.Ld, tb, M, N, K, alpha, beta)
+}
+
+// gemmGrain is the smallest slice of a product's rows or columns given to
+// one worker, and the unit slices are rounded to.
+const gemmGrain = 16
+
+// blasGemm splits a product over the Workers by rows of c (or by columns
+// when c has fewer rows than columns), one single-threaded sgemm each; the
+// split depends only on the sizes and Workers. Products under about a
+// million multiply-adds run whole.
+func (c *CPU) blasGemm(C []float32, ldc int, A []float32, lda int, ta bool, B []float32, ldb int, tb bool, M, N, K int, alpha, beta float32) {
+	w := c.Workers
+	if c.blas.threads != 1 || w <= 1 || M*N*K < 1<<20 {
+		c.blas.gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)
+		return
+	}
+	byRows := M >= N
+	n := N
+	if byRows {
+		n = M
+	}
+	chunk := (n + w - 1) / w
+	chunk = max(gemmGrain, (chunk+gemmGrain-1)/gemmGrain*gemmGrain)
+	c.parallel((n+chunk-1)/chunk, 1, func(lo, hi int) {
+		for p := lo; p < hi; p++ {
+			i0, i1 := p*chunk, min((p+1)*chunk, n)
+			if byRows {
+				off := i0 * lda // op(a)'s rows i0..: rows of a, or its columns when transposed
+				if ta {
+					off = i0
+				}
+				a := A[off:]
+				c.blas.gemm(ta, tb, i1-i0, N, K, alpha, a, lda, B, ldb, beta, C[i0*ldc:], ldc)
+			} else {
+				off := i0 // op(b)'s columns i0..: columns of b, or its rows when transposed
+				if tb {
+					off = i0 * ldb
+				}
+				b := B[off:]
+				c.blas.gemm(ta, tb, M, i1-i0, K, alpha, A, lda, b, ldb, beta, C[i0:], ldc)
+			}
+		}
+	})
 }
 
 func scaleMat(c []float32, M, N, ld int, beta float32) {
