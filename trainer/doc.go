@@ -109,6 +109,24 @@
 // kernel reduces in an order that depends only on the sizes and the
 // backend's Workers.
 //
+// # RL objectives
+//
+// Objective is a Loss made of named, weighted Terms over the scored rows,
+// each a TokenLoss with its own Aggregation (TokenMean, SeqMeanTokenMean,
+// or Dr.GRPO's SeqSum over a constant); its Metrics hold each term's value.
+// The terms: PolicyGradient (PPO's clipped surrogate, ε 0.2 / 0.28 by
+// default, dual clip; off-policy correction against the rollout log-probs:
+// truncated importance sampling and masks on extreme ratios, decoupled
+// from the proximal Old log-probs; its Stats give the clip fraction, the
+// ratio's range, PPO's KL and the train−rollout gap), KL to a reference
+// (k1, k2, k3), EntropyBonus, SFT, and on-policy distillation: its token
+// advantages (OPDAdvantages: teacher − old, mixed with the RL advantages,
+// rows without a hint counted) and its top-K reverse KL with a rest bin
+// (TopKReverseKL, the teacher's K ids as targets 1..K). On-policy (Old the
+// trainer's own Score), the ratio is exactly 1 and the KL exactly 0 (a
+// test); every term's value and gradient match a plain PyTorch version
+// (trainer/torchref/objective.py).
+//
 // # LoRA
 //
 // Model.AddLoRA(LoRAConfig{Rank, Alpha, Targets}, seed) adds low-rank

@@ -28,10 +28,10 @@ const gemmGrain = 16
 // blasGemm splits a product over the Workers by rows of c (or by columns
 // when c has fewer rows than columns), one single-threaded sgemm each; the
 // split depends only on the sizes and Workers. Products under about a
-// million multiply-adds run whole.
+// quarter of a million multiply-adds run whole.
 func (c *CPU) blasGemm(C []float32, ldc int, A []float32, lda int, ta bool, B []float32, ldb int, tb bool, M, N, K int, alpha, beta float32) {
 	w := c.Workers
-	if c.blas.threads != 1 || w <= 1 || M*N*K < 1<<20 {
+	if c.blas.threads != 1 || w <= 1 || M*N*K < 1<<18 {
 		c.blas.gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)
 		return
 	}
