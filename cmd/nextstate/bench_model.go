@@ -94,9 +94,7 @@ func runBenchModel(ctx context.Context, out io.Writer, f benchModelFlags) error 
 	var m *trainer.Model
 	if dir == "" {
 		heads := f.hidden / f.hd
-		c := trainer.Config{ModelType: "qwen3", VocabSize: f.vocab, HiddenSize: f.hidden, IntermediateSize: f.inter,
-			NumHiddenLayers: f.layers, NumAttentionHeads: heads, NumKeyValueHeads: max(1, heads/2), HeadDim: f.hd,
-			MaxPositionEmbeddings: 4096, RMSNormEps: 1e-6, RopeTheta: 1e6, TieWordEmbeddings: true, HiddenAct: "silu"}
+		c := qwen3Shape(f.vocab, f.hidden, f.inter, f.layers, heads, max(1, heads/2), f.hd, true)
 		if m, err = trainer.New(c, be); err != nil {
 			return err
 		}
@@ -113,7 +111,7 @@ func runBenchModel(ctx context.Context, out io.Writer, f benchModelFlags) error 
 	}
 	c := m.Config
 	rep := BenchModelReport{Params: c.NumParams(), Backend: be.Name(), Threads: runtime.GOMAXPROCS(0), Prefill: f.prefill, DecodeTPS: map[string]float64{},
-		Config: fmt.Sprintf("hidden %d, %d layers, %d/%d heads × %d, MLP %d, vocab %d", c.HiddenSize, c.NumHiddenLayers, c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim, c.IntermediateSize, c.VocabSize)}
+		Config: describeConfig(c)}
 	r := rand.New(rand.NewPCG(0, 0))
 	randToks := func(n int) []int32 {
 		s := make([]int32, n)

@@ -37,6 +37,13 @@ var trainConfigs = map[string]trainer.Config{
 	"tiny": qwen3Shape(256, 32, 64, 2, 4, 2, 8, false),
 }
 
+// describeConfig is a configuration's shape in one line.
+func describeConfig(c trainer.Config) string {
+	return fmt.Sprintf("hidden %d, %d layers, %d/%d heads × %d, MLP %d, vocab %d", c.HiddenSize, c.NumHiddenLayers,
+		c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim, c.IntermediateSize, c.VocabSize)
+}
+
+// qwen3Shape is a random-weights Qwen3 configuration of the given shape.
 func qwen3Shape(vocab, hidden, inter, layers, heads, kv, hd int, tied bool) trainer.Config {
 	return trainer.Config{ModelType: "qwen3", VocabSize: vocab, HiddenSize: hidden, IntermediateSize: inter,
 		NumHiddenLayers: layers, NumAttentionHeads: heads, NumKeyValueHeads: kv, HeadDim: hd,
@@ -174,7 +181,6 @@ func runBenchTrain(ctx context.Context, out io.Writer, f benchTrainFlags) error 
 		threads = runtime.GOMAXPROCS(0)
 	}
 	rep := BenchTrainReport{Backend: be.Name(), Threads: runtime.GOMAXPROCS(0), GoSgemmGFLOPS: sgemmPeak(be)}
-	rep.SgemmGFLOPS = rep.GoSgemmGFLOPS
 	torchOK := f.torch
 	if torchOK {
 		if _, err := torchref.Python(); err != nil {
@@ -184,10 +190,8 @@ func runBenchTrain(ctx context.Context, out io.Writer, f benchTrainFlags) error 
 	r := rand.New(rand.NewPCG(7, 7))
 	for _, spec := range runs {
 		run, dir, err := benchTrainGo(spec, be, f, targets, r)
-		if dir != "" {
-			defer os.RemoveAll(dir)
-		}
 		if err != nil {
+			os.RemoveAll(dir)
 			return fmt.Errorf("%s: %w", spec.name, err)
 		}
 		if torchOK {
@@ -196,8 +200,8 @@ func runBenchTrain(ctx context.Context, out io.Writer, f benchTrainFlags) error 
 				req["lora"] = map[string]any{"r": f.rank, "alpha": f.alpha, "targets": targets}
 			}
 			js, err := torchref.Run(ctx, "bench-train", dir, req)
-			os.RemoveAll(dir)
 			if err != nil {
+				os.RemoveAll(dir)
 				return fmt.Errorf("%s: PyTorch: %w", spec.name, err)
 			}
 			var tr struct {
@@ -208,6 +212,7 @@ func runBenchTrain(ctx context.Context, out io.Writer, f benchTrainFlags) error 
 				Sgemm      float64 `json:"sgemm_gflops"`
 			}
 			if err := json.Unmarshal(js, &tr); err != nil {
+				os.RemoveAll(dir)
 				return fmt.Errorf("%s: PyTorch output: %w: %s", spec.name, err, js)
 			}
 			rep.Torch = tr.Torch
@@ -300,8 +305,7 @@ func benchTrainGo(spec trainRunSpec, be *cpu.CPU, f benchTrainFlags, targets []s
 	tokens := f.batch * f.seq
 	run := goTrainRun{data: data, BenchTrainRun: BenchTrainRun{
 		Name: spec.name, Params: c.NumParams(), Trainable: trainable, Tokens: tokens,
-		Config: fmt.Sprintf("hidden %d, %d layers, %d/%d heads × %d, MLP %d, vocab %d", c.HiddenSize, c.NumHiddenLayers,
-			c.NumAttentionHeads, c.NumKeyValueHeads, c.HeadDim, c.IntermediateSize, c.VocabSize),
+		Config:       describeConfig(c),
 		FLOPsPerStep: trainFLOPs(c, f.batch, f.seq, spec.lora, f.rank, len(targets)),
 		Go: benchTrainSide{TokensPerS: float64(tokens) / best.Seconds(), StepS: best.Seconds(), PeakRSS: peak,
 			BytesPerParam: float64(peak) / float64(c.NumParams())},
