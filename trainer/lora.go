@@ -209,6 +209,9 @@ func (m *Model) MergeLoRA() error {
 	if lo == nil {
 		return errors.New("trainer: no LoRA adapters to merge")
 	}
+	if m.sharedBase {
+		return ErrSharedBase
+	}
 	r := lo.cfg.Rank
 	for l := range lo.layers {
 		base := [numGroups]backend.Buf{m.W.Layers[l].QKV, m.W.Layers[l].O, m.W.Layers[l].GateUp, m.W.Layers[l].Down}

@@ -138,6 +138,9 @@ type Model struct {
 	inf    inferBufs  // Forward's activations, grown to the largest call
 	rope   ropeTables
 	lora   *lora // adapters, applied by every forward when present
+	// sharedBase is set on a Snapshot that reads another model's base
+	// parameters: they are read-only here and not freed by Close.
+	sharedBase bool
 }
 
 // New makes a model of configuration c with zero parameters.
@@ -210,6 +213,9 @@ func (m *Model) WriteTensor(name string, v []float32) error {
 	if err != nil {
 		return err
 	}
+	if m.sharedBase && m.layout.find(name) >= 0 {
+		return ErrSharedBase
+	}
 	if len(v) != b.Len() {
 		return fmt.Errorf("trainer: parameter %q has %d values, got %d", name, b.Len(), len(v))
 	}
@@ -248,6 +254,9 @@ func (m *Model) WriteParams(v []float32) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.sharedBase {
+		return ErrSharedBase
+	}
 	m.Backend.Write(m.Params, v)
 	return nil
 }
@@ -388,16 +397,20 @@ func (m *Model) hostTensors(a backend.Buf, dtype safetensors.DType, prefix strin
 func (m *Model) Close() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.closeLocked()
+}
+
+func (m *Model) closeLocked() {
 	m.inf.free(m.Backend)
 	m.rope.free(m.Backend)
 	if m.lora != nil {
 		m.Backend.Free(m.lora.arena)
 		m.lora = nil
 	}
-	if !m.Params.Nil() {
+	if !m.Params.Nil() && !m.sharedBase {
 		m.Backend.Free(m.Params)
-		m.Params = backend.Buf{}
 	}
+	m.Params = backend.Buf{}
 }
 
 // ropeTables holds the rotary tables on the backend, grown as positions need.

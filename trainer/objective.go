@@ -19,6 +19,9 @@ type Objective struct {
 	// it spans several ForwardBackward calls (0: this batch's). Row
 	// indices of the terms' per-row inputs then start at Offset.
 	Steps, Offset int
+	// Sequences is the number of sequences of the whole step, for
+	// SeqMeanTokenMean and SeqSum over several calls (0: this batch's).
+	Sequences int
 	// SeqSumConstant is SeqSum's constant (Dr.GRPO's maximum response
 	// length; 0: 1024).
 	SeqSumConstant float64
@@ -83,6 +86,9 @@ func (o *Objective) weight(agg Aggregation, i, total int) float64 {
 	if o.Seqs != nil {
 		nseq, n = len(o.seqLen), o.seqLen[o.Seqs[i]]
 	}
+	if o.Sequences > 0 {
+		nseq = o.Sequences
+	}
 	if agg == SeqSum {
 		c := o.SeqSumConstant
 		if c == 0 {
@@ -138,11 +144,13 @@ func (o *Objective) Grad(c *Chunk) float64 {
 // the proximal policy, the trainer's recomputed log-probs of the version
 // that served; Rollout the behaviour log-probs the engine reported).
 // Tokens whose rollout ratio exp(Old − Rollout) falls outside
-// [MaskLow, MaskHigh] (when set) contribute nothing.
+// [MaskLow, MaskHigh] (when set) contribute nothing. A NaN in Old or
+// Rollout is unknown there, as nil is for every row: a batch may mix turns
+// with and without behaviour log-probs.
 type PolicyGradient struct {
 	Advantages []float32 // [S] per scored row
 	Old        []float32 // [S]; nil: on-policy (Old = the current lp, detached)
-	Rollout    []float32 // [S]; nil: Old
+	Rollout    []float32 // [S]; nil: none known (no correction)
 	ClipLow    float64   // default 0.2
 	ClipHigh   float64   // default 0.28
 	DualClip   float64
@@ -176,7 +184,7 @@ func (p *PolicyGradient) NeedsEntropy() bool { return false }
 func (p *PolicyGradient) Loss(i int, lp []float32, _ float32, dlp []float64) (float64, float64) {
 	cur := float64(lp[0])
 	old := cur
-	if p.Old != nil {
+	if p.Old != nil && !math.IsNaN(float64(p.Old[i])) {
 		old = float64(p.Old[i])
 	}
 	a := float64(p.Advantages[i])
@@ -188,7 +196,7 @@ func (p *PolicyGradient) Loss(i int, lp []float32, _ float32, dlp []float64) (fl
 		hi = 0.28
 	}
 	w := 1.0
-	if p.Rollout != nil {
+	if p.Rollout != nil && !math.IsNaN(float64(p.Rollout[i])) {
 		roll := float64(p.Rollout[i])
 		p.Stats.GapSum += math.Abs(cur - roll)
 		p.Stats.Gaps++
@@ -279,10 +287,12 @@ func (SFT) Loss(_ int, lp []float32, _ float32, dlp []float64) (float64, float64
 // KL(π ‖ π_teacher) over the teacher's K likeliest tokens plus one "rest"
 // bin holding the remaining mass. The row's targets 1..K are the teacher's
 // top-K ids (target 0 is the sampled token), Teacher their teacher
-// log-probs [S·K].
+// log-probs [S·K]. Rows with Keep false (nil: all kept) contribute
+// nothing: those of samples without a usable hint.
 type TopKReverseKL struct {
 	Teacher []float32
 	K       int
+	Keep    []bool
 }
 
 func (d *TopKReverseKL) NeedsEntropy() bool { return false }
@@ -290,6 +300,9 @@ func (d *TopKReverseKL) NeedsEntropy() bool { return false }
 func (d *TopKReverseKL) Loss(i int, lp []float32, _ float32, dlp []float64) (float64, float64) {
 	if len(lp) != d.K+1 {
 		panic(fmt.Sprintf("trainer: TopKReverseKL: a row has %d targets, want the sampled token and K = %d", len(lp), d.K))
+	}
+	if d.Keep != nil && !d.Keep[i] {
+		return 0, 0
 	}
 	t := d.Teacher[i*d.K : (i+1)*d.K]
 	var ps, pt, l float64

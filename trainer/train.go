@@ -34,13 +34,14 @@ type Training struct {
 	be  backend.Trainer
 	opt TrainOptions
 
-	base     *paramGroup // the model's parameters
-	adapters *paramGroup // its LoRA adapters (nil without)
-	step     int
-	pending  int // ForwardBackward calls whose gradients no Step has used
-	ws       arena
-	pcg      *rand.PCG
-	rand     *rand.Rand
+	base      *paramGroup // the model's parameters
+	adapters  *paramGroup // its LoRA adapters (nil without)
+	step      int
+	pending   int  // ForwardBackward calls whose gradients no Step has used
+	scoreOnly bool // NewScoring: Score only
+	ws        arena
+	pcg       *rand.PCG
+	rand      *rand.Rand
 }
 
 // ErrNotTrainer is returned when the model's backend cannot train.
@@ -70,6 +71,9 @@ func NewTraining(m *Model, opt TrainOptions) (*Training, error) {
 	if !t.base.anyTrainable() && t.adapters == nil {
 		return nil, errors.New("trainer: no parameter is trainable")
 	}
+	if m.sharedBase && t.base.anyTrainable() {
+		return nil, ErrSharedBase
+	}
 	return t, nil
 }
 
@@ -87,6 +91,14 @@ func (t *Training) NumTrainable() int {
 		}
 	}
 	return n
+}
+
+// Pending is the number of ForwardBackward calls whose gradients wait for
+// a Step.
+func (t *Training) Pending() int {
+	t.m.mu.Lock()
+	defer t.m.mu.Unlock()
+	return t.pending
 }
 
 // Steps is the number of optimizer steps taken.
@@ -158,6 +170,9 @@ type Output struct {
 func (t *Training) ForwardBackward(b *Batch, loss Loss) (Output, error) {
 	if loss == nil {
 		return Output{}, errors.New("trainer: ForwardBackward needs a loss")
+	}
+	if t.scoreOnly {
+		return Output{}, errors.New("trainer: ForwardBackward on a scoring-only Training (NewScoring)")
 	}
 	return t.pass(b, loss, 0, loss.Entropy())
 }
