@@ -17,6 +17,7 @@ import (
 
 type validateFlags struct {
 	sandbox, baseImage    string
+	testsRunner           string
 	dockerHosts, settings []string
 	jobs                  int
 	timeout               time.Duration
@@ -55,6 +56,7 @@ every test's result; exits non-zero when a task is invalid.`,
 	fl.StringVar(&f.sandbox, "sandbox", "bwrap", "sandbox backend: bwrap or docker")
 	fl.StringArrayVar(&f.dockerHosts, "docker-host", nil, "docker engine (repeatable: unix://, tcp://, ssh://)")
 	fl.StringVar(&f.baseImage, "base-image", "", "image that replaces a task's FROM image when that is not present (default nextstate/base)")
+	fl.StringVar(&f.testsRunner, "tests-runner", "", `how the tests run: "auto" (the default: run-tests.sh, but offline, where it only installs its test runner (uv, pytest) from the network, the sandbox's pytest runs its pytest command), "script" (run-tests.sh always) or "pytest" (the sandbox's pytest always; what the script would install is not); the setting `+terminal.SettingTestsRunner)
 	fl.StringArrayVar(&f.settings, "set", nil, "a setting for env kinds, name=value (repeatable)")
 	fl.IntVarP(&f.jobs, "jobs", "j", 4, "tasks validated at once")
 	fl.DurationVar(&f.timeout, "timeout", time.Hour, "deadline of the whole run")
@@ -95,6 +97,9 @@ func runValidate(ctx context.Context, out, errOut io.Writer, f validateFlags, di
 	settings, err := kindSettings(serveFlags{sandbox: f.sandbox, dockerHosts: f.dockerHosts, baseImage: f.baseImage, settings: f.settings})
 	if err != nil {
 		return err
+	}
+	if f.testsRunner != "" {
+		settings[terminal.SettingTestsRunner] = f.testsRunner
 	}
 	v := terminal.NewValidator(settings)
 	rep.Tasks = make([]terminal.Validation, len(tasks))
@@ -178,5 +183,5 @@ func verdictWord(r terminal.Validation) string {
 	if r.OK {
 		return "ok"
 	}
-	return "INVALID: " + clip(r.Err, 200)
+	return "INVALID: " + clip(r.Err, 400)
 }

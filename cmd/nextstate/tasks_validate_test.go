@@ -62,6 +62,18 @@ func TestTasksValidate(t *testing.T) {
 	if len(rep.Tasks) != 1 || rep.Tasks[0].OK || rep.Tasks[0].Oracle >= 1 || rep.Tasks[0].OracleTests == nil || rep.Invalid != 1 {
 		t.Errorf("report %+v", rep)
 	}
+
+	// Terminal-Bench's run-tests.sh template installs its runner from the
+	// network: offline it validates by default (the sandbox's pytest runs
+	// its tests), and run as the script the table names the network.
+	offline := filepath.Join("..", "..", "envs", "terminal", "testdata", "tasks", "offline-uv")
+	if out, err := run(offline); err != nil || !strings.Contains(out, "1 valid, 0 invalid") {
+		t.Errorf("offline-uv, auto: %v\n%s", err, out)
+	}
+	out, err = run("--tests-runner", "script", offline)
+	if err == nil || !strings.Contains(out, "needs the network, which the sandbox does not have") || !strings.Contains(out, "--tests-runner pytest") {
+		t.Errorf("offline-uv, script: %v\n%s", err, out)
+	}
 }
 
 // tasks list reads Terminal-Bench folders, and shows no tests.

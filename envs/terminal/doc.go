@@ -13,9 +13,13 @@
 // "docker.hosts" (comma-separated engine addresses), "base_image" (the
 // image that replaces a FROM image missing from the engine; default
 // nextstate/base), "terminal.pool" (warm sandboxes kept per sandbox spec,
-// default 2, 0 for none), "sandbox.dir" and "sandbox.owner" (passed to the
-// backend). It opens one backend and one warm pool (sandbox/pool) that
-// every env of the kind shares; the last Shutdown closes them.
+// default 2, 0 for none), "terminal.tests_runner" (how the tests run:
+// RunnerAuto, the default, RunnerScript or RunnerPytest; offline, a
+// run-tests.sh that only installs its runner from the network, as
+// Terminal-Bench's template does, gives way to the sandbox's pytest),
+// "sandbox.dir" and "sandbox.owner" (passed to the backend). It opens
+// one backend and one warm pool (sandbox/pool) that every env of the kind
+// shares; the last Shutdown closes them.
 //
 // # Actions
 //

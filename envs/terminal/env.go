@@ -27,6 +27,7 @@ type Env struct {
 	pool        *pool.Pool // nil: create sandboxes directly
 	backendName string
 	baseImage   string
+	runner      string // the tests_runner setting
 
 	// The current task.
 	task    *gym.Task

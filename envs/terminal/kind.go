@@ -29,6 +29,9 @@ const (
 	SettingOwner      = "sandbox.owner"
 	SettingSandboxDir = "sandbox.dir"   // where bwrap keeps its workspaces
 	SettingPool       = "terminal.pool" // warm sandboxes kept per sandbox spec; 0 turns the pool off
+	// SettingTestsRunner is how the tests run: RunnerAuto (default),
+	// RunnerScript or RunnerPytest.
+	SettingTestsRunner = "terminal.tests_runner"
 )
 
 // DefaultPoolSize is the warm pool's size per sandbox spec.
@@ -49,6 +52,7 @@ type Kind struct {
 	pool    *pool.Pool // nil: no warm pool
 	name    string     // the backend's name
 	base    string     // the base image
+	runner  string     // the tests_runner setting
 	// shared opens the backend and counts Configure calls not yet shut
 	// down: one Kind serves every Manager of the process (tests start
 	// several).
@@ -97,6 +101,14 @@ func (k *Kind) Configure(ctx context.Context, s gym.Settings) error {
 	if base == "" {
 		base = DefaultBaseImage
 	}
+	runner := s[SettingTestsRunner]
+	switch runner {
+	case "":
+		runner = RunnerAuto
+	case RunnerAuto, RunnerScript, RunnerPytest:
+	default:
+		return fmt.Errorf("setting %s=%q: want %s (the default), %s or %s", SettingTestsRunner, runner, RunnerAuto, RunnerScript, RunnerPytest)
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	size := DefaultPoolSize
@@ -111,7 +123,7 @@ func (k *Kind) Configure(ctx context.Context, s gym.Settings) error {
 	if err != nil || !first {
 		return err
 	}
-	k.backend, k.name, k.base = b, sbopen.Name(s), base
+	k.backend, k.name, k.base, k.runner = b, sbopen.Name(s), base, runner
 	k.pool = nil
 	if size > 0 {
 		k.pool = pool.New(b, pool.Options{Size: size})
@@ -138,10 +150,10 @@ func (k *Kind) Shutdown(ctx context.Context) error {
 // New implements gym.Kind.
 func (k *Kind) New(ctx context.Context) (gym.Env, error) {
 	k.mu.Lock()
-	b, p, name, base := k.backend, k.pool, k.name, k.base
+	b, p, name, base, runner := k.backend, k.pool, k.name, k.base, k.runner
 	k.mu.Unlock()
 	if b == nil {
 		return nil, gym.InfraFault("configure", errors.New("terminal-v1 has no sandbox backend: the manager did not configure it"))
 	}
-	return &Env{kind: k, backend: b, pool: p, backendName: name, baseImage: base}, nil
+	return &Env{kind: k, backend: b, pool: p, backendName: name, baseImage: base, runner: runner}, nil
 }

@@ -199,6 +199,13 @@ func (val *Validator) Validate(ctx context.Context, t *gym.Task) (v Validation) 
 		v.Err = "doing nothing passes the tests"
 	case v.Oracle < 1:
 		v.Err = fmt.Sprintf("the oracle solution scores %.2f, not 1", v.Oracle)
+		if info, ok := v.OracleTests.(gym.Info); ok {
+			if cause, ok := info["cause"].(string); ok {
+				v.Err += ": " + cause
+			} else if msg, ok := info["error"].(string); ok {
+				v.Err += " (" + msg + ")"
+			}
+		}
 	default:
 		v.OK = true
 	}

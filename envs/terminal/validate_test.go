@@ -115,3 +115,47 @@ func TestComposeBuildContext(t *testing.T) {
 		t.Errorf("two services: %+v", res)
 	}
 }
+
+// Offline, a task whose run-tests.sh is Terminal-Bench's template
+// (installing uv, then pytest, from the network) validates: its pytest
+// command runs with the sandbox's pytest, and the info says why. Run as
+// the script, it fails, and the verdict names the network.
+func TestOfflineTestsRunner(t *testing.T) {
+	settings := needBwrap(t)
+	task, err := terminal.LoadTask(filepath.Join("testdata", "tasks", "offline-uv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate := func(runner string) terminal.Validation {
+		s := gym.Settings{}
+		for k, v := range settings {
+			s[k] = v
+		}
+		if runner != "" {
+			s[terminal.SettingTestsRunner] = runner
+		}
+		// A validator of its own, closed before the next one: the kind
+		// reads its settings when its first manager configures it.
+		v := terminal.NewValidator(s)
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := v.Close(ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+		return v.Validate(t.Context(), &task)
+	}
+	res := validate("")
+	if !res.OK {
+		t.Fatalf("auto: nothing %.2f, oracle %.2f: %s\noracle: %v", res.Nothing, res.Oracle, res.Err, res.OracleTests)
+	}
+	info, _ := res.OracleTests.(gym.Info)
+	if note, _ := info["runner_note"].(string); !strings.Contains(note, "offline") || info["runner"] != "python3 -m pytest $TEST_DIR/test_outputs.py -rA" {
+		t.Errorf("auto: runner %v, note %v", info["runner"], info["runner_note"])
+	}
+	res = validate(terminal.RunnerScript)
+	if res.OK || !strings.Contains(res.Err, "needs the network") || !strings.Contains(res.Err, "--tests-runner pytest") {
+		t.Errorf("script: %+v", res)
+	}
+}

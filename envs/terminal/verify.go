@@ -174,8 +174,13 @@ func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 		return 0, nil, sbopen.Fault(vsb, fmt.Errorf("copying the tests in: %w", err))
 	}
 	timeout := time.Duration(e.tests.TestTimeout)
+	runner := pickRunner(e.runner, e.data.Network, e.files, e.tests.RunTests)
+	cmd := []string{"bash", path.Join(dir, path.Base(e.tests.RunTests))}
+	if !runner.Script {
+		cmd = []string{"bash", "-c", "exec python3 -m pytest " + runner.PytestArgs}
+	}
 	r, err := vsb.Exec(ctx, sandbox.ExecRequest{
-		Cmd:       []string{"bash", path.Join(dir, path.Base(e.tests.RunTests))},
+		Cmd:       cmd,
 		Env:       testEnv(dir),
 		Dir:       e.workdir,
 		Timeout:   timeout,
@@ -197,6 +202,11 @@ func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 	if typed != nil {
 		info["terminal"] = typed
 	}
+	info["runner"] = e.tests.RunTests
+	if !runner.Script {
+		info["runner"] = "python3 -m pytest " + runner.PytestArgs
+		info["runner_note"] = runner.Why
+	}
 	if r.TimedOut {
 		info["timed_out"] = true
 		info["test_timeout"] = timeout.String()
@@ -207,6 +217,11 @@ func (e *Env) Verify(ctx context.Context) (float64, gym.Info, error) {
 		// agent's work broke them, or a timeout). It counts as failed,
 		// not unknown: the sandbox and the runner worked.
 		info["error"] = err.Error()
+		if runner.Script {
+			if cause := networkCause(string(r.Stdout)+string(r.Stderr), e.data.Network); cause != "" {
+				info["cause"] = cause
+			}
+		}
 		if out, perr := pytest.Parse(string(r.Stdout)); perr == nil {
 			info["note"] = fmt.Sprintf("the output shows a pytest summary (%d passed, %d failed) but the reward is read "+
 				"only from pytest's JUnit report", out.Passed, out.Failed)
