@@ -143,7 +143,11 @@ type trainRunSpec struct {
 	name string
 	cfg  trainer.Config
 	lora bool
+	rl   bool // the RL step (rl-full, rl-lora) instead of cross-entropy
 }
+
+// trainModes are --runs' modes.
+var trainModes = []string{"full", "lora", "rl-full", "rl-lora"}
 
 func parseTrainRuns(s string) ([]trainRunSpec, error) {
 	var out []trainRunSpec
@@ -151,7 +155,7 @@ func parseTrainRuns(s string) ([]trainRunSpec, error) {
 		p = strings.TrimSpace(p)
 		cfgName, mode, ok := strings.Cut(p, ":")
 		c, known := trainConfigs[cfgName]
-		if !ok || !known || (mode != "full" && mode != "lora") {
+		if !ok || !known || !slices.Contains(trainModes, mode) {
 			names := slices.Sorted(func(yield func(string) bool) {
 				for k := range trainConfigs {
 					if !yield(k) {
@@ -159,9 +163,9 @@ func parseTrainRuns(s string) ([]trainRunSpec, error) {
 					}
 				}
 			})
-			return nil, fmt.Errorf("--runs: %q is not CONFIG:MODE (configs: %s; modes: full, lora)", p, strings.Join(names, ", "))
+			return nil, fmt.Errorf("--runs: %q is not CONFIG:MODE (configs: %s; modes: %s)", p, strings.Join(names, ", "), strings.Join(trainModes, ", "))
 		}
-		out = append(out, trainRunSpec{name: p, cfg: c, lora: mode == "lora"})
+		out = append(out, trainRunSpec{name: p, cfg: c, lora: strings.HasSuffix(mode, "lora"), rl: strings.HasPrefix(mode, "rl-")})
 	}
 	return out, nil
 }
@@ -195,7 +199,7 @@ func runBenchTrain(ctx context.Context, out io.Writer, f benchTrainFlags) error 
 			return fmt.Errorf("%s: %w", spec.name, err)
 		}
 		if torchOK {
-			req := map[string]any{"batch": f.batch, "seq": f.seq, "steps": f.steps, "threads": threads, "data": run.data}
+			req := map[string]any{"batch": f.batch, "seq": f.seq, "steps": f.steps, "threads": threads, "data": run.data, "rl": run.rl}
 			if spec.lora {
 				req["lora"] = map[string]any{"r": f.rank, "alpha": f.alpha, "targets": targets}
 			}
@@ -242,6 +246,7 @@ func runBenchTrain(ctx context.Context, out io.Writer, f benchTrainFlags) error 
 type goTrainRun struct {
 	BenchTrainRun
 	data [][]int32
+	rl   *rlBenchInput // the RL step's inputs (rl modes)
 }
 
 // benchTrainGo makes spec's random model, saves it for PyTorch, and times
@@ -269,11 +274,6 @@ func benchTrainGo(spec trainRunSpec, be *cpu.CPU, f benchTrainFlags, targets []s
 			return goTrainRun{}, dir, err
 		}
 	}
-	tr, err := trainer.NewTraining(m, trainer.TrainOptions{Recompute: f.recompute, Seed: 1})
-	if err != nil {
-		return goTrainRun{}, dir, err
-	}
-	defer tr.Close()
 	data := make([][]int32, f.batch)
 	for i := range data {
 		data[i] = make([]int32, f.seq)
@@ -281,13 +281,32 @@ func benchTrainGo(spec trainRunSpec, be *cpu.CPU, f benchTrainFlags, targets []s
 			data[i][j] = int32(r.IntN(c.VocabSize))
 		}
 	}
-	batch := trainer.NextTokenBatch(data, nil)
-	step := func() error {
-		if _, err := tr.ForwardBackward(batch, trainer.CrossEntropy{}); err != nil {
+	opt := trainer.TrainOptions{Recompute: f.recompute, Seed: 1}
+	var step func() error
+	var numTrainable int
+	var rl *rlBenchInput
+	if spec.rl {
+		svc, in, err := newRLBench(m, opt, data, r)
+		if err != nil {
+			return goTrainRun{}, dir, err
+		}
+		defer svc.Close()
+		step, rl, numTrainable = in.step(svc), in, svc.Training().NumTrainable()
+	} else {
+		tr, err := trainer.NewTraining(m, opt)
+		if err != nil {
+			return goTrainRun{}, dir, err
+		}
+		defer tr.Close()
+		batch := trainer.NextTokenBatch(data, nil)
+		step = func() error {
+			if _, err := tr.ForwardBackward(batch, trainer.CrossEntropy{}); err != nil {
+				return err
+			}
+			_, err := tr.Step(trainer.AdamWOptions{LR: 1e-5})
 			return err
 		}
-		_, err := tr.Step(trainer.AdamWOptions{LR: 1e-5})
-		return err
+		numTrainable = tr.NumTrainable()
 	}
 	if err := step(); err != nil { // warm-up: the workspace, gradients, moments
 		return goTrainRun{}, dir, err
@@ -301,12 +320,16 @@ func benchTrainGo(spec trainRunSpec, be *cpu.CPU, f benchTrainFlags, targets []s
 		best = min(best, time.Since(t0))
 	}
 	peak := peakRSS()
-	trainable := tr.NumTrainable()
+	trainable := numTrainable
 	tokens := f.batch * f.seq
-	run := goTrainRun{data: data, BenchTrainRun: BenchTrainRun{
+	flops := trainFLOPs(c, f.batch, f.seq, spec.lora, f.rank, len(targets))
+	if spec.rl { // the reference's and the teacher's forwards
+		flops += forwardFLOPs(c, f.batch, f.seq) + forwardFLOPs(c, f.batch, f.seq+rlHintTokens)
+	}
+	run := goTrainRun{data: data, rl: rl, BenchTrainRun: BenchTrainRun{
 		Name: spec.name, Params: c.NumParams(), Trainable: trainable, Tokens: tokens,
 		Config:       describeConfig(c),
-		FLOPsPerStep: trainFLOPs(c, f.batch, f.seq, spec.lora, f.rank, len(targets)),
+		FLOPsPerStep: flops,
 		Go: benchTrainSide{TokensPerS: float64(tokens) / best.Seconds(), StepS: best.Seconds(), PeakRSS: peak,
 			BytesPerParam: float64(peak) / float64(c.NumParams())},
 	}}
@@ -319,13 +342,9 @@ func benchTrainGo(spec trainRunSpec, be *cpu.CPU, f benchTrainFlags, targets []s
 // each (as much again) and dW of the trained matrices (again as much for
 // full training; LoRA's adapters are counted as their own products).
 func trainFLOPs(c trainer.Config, B, T int, lora bool, rank, targets int) float64 {
-	C, D, H, KV, F := float64(c.HiddenSize), float64(c.HeadDim), float64(c.NumAttentionHeads), float64(c.NumKeyValueHeads), float64(c.IntermediateSize)
-	layerMM := C*(H+2*KV)*D + H*D*C + 3*C*F
-	headMM := C * float64(c.VocabSize)
+	fwd := forwardFLOPs(c, B, T)
 	tokens := float64(B * T)
-	attn := 2 * 2 * H * D * float64(T+1) / 2 // QKᵀ and AV per token per layer
 	L := float64(c.NumHiddenLayers)
-	fwd := tokens * (2*L*layerMM + 2*headMM + L*attn)
 	if !lora {
 		return 3 * fwd
 	}
@@ -333,6 +352,17 @@ func trainFLOPs(c trainer.Config, B, T int, lora bool, rank, targets int) float6
 	// products forward, four backward.
 	adapter := tokens * L * float64(targets) * 2 * adapterMACs(c, float64(rank))
 	return 2*fwd + 3*adapter
+}
+
+// forwardFLOPs is one forward's arithmetic over B sequences of T tokens,
+// the head over every token.
+func forwardFLOPs(c trainer.Config, B, T int) float64 {
+	C, D, H, KV, F := float64(c.HiddenSize), float64(c.HeadDim), float64(c.NumAttentionHeads), float64(c.NumKeyValueHeads), float64(c.IntermediateSize)
+	layerMM := C*(H+2*KV)*D + H*D*C + 3*C*F
+	headMM := C * float64(c.VocabSize)
+	attn := 2 * 2 * H * D * float64(T+1) / 2 // QKᵀ and AV per token per layer
+	L := float64(c.NumHiddenLayers)
+	return float64(B*T) * (2*L*layerMM + 2*headMM + L*attn)
 }
 
 // adapterMACs is the average multiply-adds per token of one adapter (x·Aᵀ

@@ -3,6 +3,8 @@
 //	serve        serve envs to agents over WebSocket and HTTP (and, with
 //	             --proxy-upstream, the learning proxy beside them)
 //	serve-model  serve a local Qwen3 model over an OpenAI-compatible API
+//	serve-trainer  serve the training API (forward_backward, optim_step,
+//	             weight versions, sample) and the newest version's OpenAI API
 //	envs         list the env kinds compiled in
 //	tasks        list built-in tasks and suites; validate terminal task folders
 //	export       write trajectories out of the store
@@ -53,7 +55,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServe(), newServeModel(), newEnvs(), newTasks(), newExport(), newBench(), newDemo(), newRun(), newSWE(), newProxy(), newImage(), newVersion())
+	root.AddCommand(newServe(), newServeModel(), newServeTrainer(), newEnvs(), newTasks(), newExport(), newBench(), newDemo(), newRun(), newSWE(), newProxy(), newImage(), newVersion())
 	return root
 }
 

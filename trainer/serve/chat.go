@@ -55,7 +55,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		s.chatStream(w, r, g, req, &cr, len(tools) > 0, id, created, promptIDs)
 		return
 	}
-	if err := g.start(r, req); err != nil {
+	if err := g.start(w, r, req); err != nil {
 		s.engineError(w, err)
 		return
 	}
@@ -101,7 +101,7 @@ func splitAnswer(text string, tools bool) tokenizer.Answer {
 
 func (s *Server) chatStream(w http.ResponseWriter, r *http.Request, g *generation, req trainer.Request, cr *chatRequest, tools bool, id string, created int64, promptIDs []int32) {
 	// Engine errors come before the first write, which commits a 200.
-	if err := g.start(r, req); err != nil {
+	if err := g.start(w, r, req); err != nil {
 		s.engineError(w, err)
 		return
 	}

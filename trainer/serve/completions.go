@@ -62,7 +62,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g := &generation{s: s, stops: cr.Stop}
-	if err := g.start(r, req); err != nil {
+	if err := g.start(w, r, req); err != nil {
 		s.engineError(w, err)
 		return
 	}

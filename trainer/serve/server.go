@@ -22,7 +22,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nextstate-rl/nextstate/trainer"
@@ -41,6 +43,12 @@ type Server struct {
 	MaxBodyBytes int64
 	// Logger gets one line per failed request (default slog.Default()).
 	Logger *slog.Logger
+	// Versions, when set, gives each request its engine instead of
+	// Engine: the newest weight version of a model being trained
+	// (trainer/service's Acquire), held until the request ends (release)
+	// so that a request keeps the version it started with. The version's
+	// number goes back in the VersionHeader of the answer.
+	Versions func() (e *trainer.Engine, version int, release func(), err error)
 
 	mux     *http.ServeMux
 	stopIDs []int32
@@ -197,15 +205,30 @@ type generation struct {
 	cancel context.CancelFunc
 }
 
+// VersionHeader carries the weight version that answered, when the
+// server serves versions (Server.Versions).
+const VersionHeader = "X-Weight-Version"
+
 // start submits the request; the caller must call cancel when done.
-func (g *generation) start(r *http.Request, req trainer.Request) error {
+func (g *generation) start(w http.ResponseWriter, r *http.Request, req trainer.Request) error {
+	e, release := g.s.Engine, func() {}
+	if g.s.Versions != nil {
+		var v int
+		var err error
+		if e, v, release, err = g.s.Versions(); err != nil {
+			return err
+		}
+		w.Header().Set(VersionHeader, strconv.Itoa(v))
+	}
 	ctx, cancel := context.WithCancel(r.Context())
-	toks, res, err := g.s.Engine.Stream(ctx, req)
+	toks, res, err := e.Stream(ctx, req)
 	if err != nil {
 		cancel()
+		release()
 		return err
 	}
-	g.toks, g.res, g.cancel = toks, res, cancel
+	var once sync.Once
+	g.toks, g.res, g.cancel = toks, res, func() { cancel(); once.Do(release) }
 	return nil
 }
 

@@ -17,7 +17,13 @@ adapters are checked against, and the PyTorch side of `bench train`.
     prints {"tokens_per_s", "step_s", "torch": version, "threads": k, "peak_rss_bytes",
     "sgemm_gflops"}: forward, backward and AdamW on the B sequences of T tokens, the best of
     n steps after a warm-up one; sgemm_gflops is torch.mm's best on 1024³.
+    With "rl": {"prompt": P, "adv": [a × B], "old": [[lp × (T−P)] × B], "teacher": [[ids...] × B],
+    "kl": c}, a step is the RL step instead: the frozen reference's forward (the initial weights;
+    the base under LoRA) and the teacher's (the reference on the hint-augmented contexts) without
+    gradients, then the policy's: PPO's clipped surrogate on the response tokens (the last T−P)
+    with the advantage a + (teacher − old), plus c times the k3 KL to the reference, token means.
 """
+import copy
 import json
 import math
 import os
@@ -142,6 +148,53 @@ def cmd_train(model, req, out):
     print(json.dumps({"losses": losses}))
 
 
+def response_logprobs(model, ids, P):
+    """Each sequence's log-probs of its tokens after the first P, [B, T−P]."""
+    logits = model.forward(ids, model.new_cache(), 0)[:, P - 1:-1]
+    return torch.log_softmax(logits, dim=-1).gather(2, ids[:, P:, None])[..., 0]
+
+
+def rl_step(model, lora, named, opt, data, rl):
+    """The RL step of bench-train: reference and teacher passes, PPO + k3 KL, AdamW."""
+    P, c = rl["prompt"], rl["kl"]
+    adv = torch.tensor(rl["adv"])[:, None]
+    old = torch.tensor(rl["old"])
+    teacher = torch.tensor(rl["teacher"], dtype=torch.int64)
+    TP = teacher.shape[1] - (data.shape[1] - P)
+    if lora:  # the reference is the base: the adapters switched off
+        adapted, base = model.linear, model.__class__.linear.__get__(model)
+
+        def ref_forward(ids, P):
+            model.linear = base
+            try:
+                return response_logprobs(model, ids, P)
+            finally:
+                model.linear = adapted
+    else:  # the reference is a copy of the initial weights
+        ref = copy.copy(model)
+        ref.w = {k: t.detach().clone() for k, t in model.w.items()}
+        ref.head = ref.w["model.embed_tokens.weight"] if model.cfg.get("tie_word_embeddings") else ref.w["lm_head.weight"]
+
+        def ref_forward(ids, P):
+            return response_logprobs(ref, ids, P)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.no_grad():
+            ref_lp = ref_forward(data, P)
+            teacher_lp = ref_forward(teacher, TP)
+        a = adv + (teacher_lp - old)
+        lp = response_logprobs(model, data, P)
+        ratio = torch.exp(lp - lp.detach())
+        pg = -torch.minimum(ratio * a, torch.clamp(ratio, 0.8, 1.28) * a)
+        x = ref_lp - lp
+        k3 = torch.exp(x) - x - 1
+        loss = pg.mean() + c * k3.mean()
+        loss.backward()
+        opt.step()
+    return step
+
+
 def cmd_bench_train(model, req):
     import resource
     torch.set_num_threads(req.get("threads") or os.cpu_count())
@@ -175,6 +228,9 @@ def cmd_bench_train(model, req):
         loss = F.cross_entropy(logits[:, :-1].reshape(-1, V), data[:, 1:].reshape(-1))
         loss.backward()
         opt.step()
+
+    if req.get("rl"):
+        step = rl_step(model, lr, named, opt, data, req["rl"])
 
     step()  # warm-up: allocations, the optimizer's state
     best = math.inf
