@@ -125,7 +125,17 @@
 // (TopKReverseKL, the teacher's K ids as targets 1..K). On-policy (Old the
 // trainer's own Score), the ratio is exactly 1 and the KL exactly 0 (a
 // test); every term's value and gradient match a plain PyTorch version
-// (trainer/torchref/objective.py).
+// (trainer/torchref/objective.py). trainer/service builds these from a
+// configuration and the gym's samples, behind the training API.
+//
+// # Snapshots
+//
+// Model.Snapshot copies the weights as they are (a frozen reference, a
+// teacher, one published version for an Engine while training goes on);
+// with shareBase, under LoRA, it copies only the adapters and reads the
+// frozen base in place (writes to a shared base are refused:
+// ErrSharedBase). Model.Checksum is the SHA-256 of the weights.
+// NewScoring makes a Training that only scores.
 //
 // # LoRA
 //
