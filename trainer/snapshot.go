@@ -2,12 +2,16 @@ package trainer
 
 import (
 	"crypto/sha256"
+	"encoding"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"hash"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"unsafe"
 
 	"github.com/nextstate-rl/nextstate/trainer/backend"
 )
@@ -54,25 +58,61 @@ func (m *Model) Checksum() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	h := sha256.New()
-	var host []float32
-	var buf []byte
-	hash := func(lay *layout, arena backend.Buf) {
-		for _, t := range lay.tensors {
-			host = slices.Grow(host[:0], t.size())[:t.size()]
-			m.Backend.Read(host, arena.Slice(t.off, t.size()))
-			buf = buf[:0]
-			for _, x := range host {
-				buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
-			}
-			h.Write(buf)
-		}
+	m.hashArena(h, &m.layout, m.Params)
+	return m.finishChecksum(h)
+}
+
+// BaseDigest is the hash state of Checksum after the base's tensors, for
+// ChecksumFrom: a LoRA run hashes its frozen base once, not at every
+// published version.
+func (m *Model) BaseDigest() ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := sha256.New()
+	m.hashArena(h, &m.layout, m.Params)
+	return h.(encoding.BinaryMarshaler).MarshalBinary()
+}
+
+// ChecksumFrom is Checksum resumed from a BaseDigest of a model with the
+// same base weights (a snapshot sharing them, or the model itself while
+// its base has not changed): it hashes only the adapters.
+func (m *Model) ChecksumFrom(base []byte) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := sha256.New()
+	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(base); err != nil {
+		return "", fmt.Errorf("trainer: base digest: %w", err)
 	}
-	hash(&m.layout, m.Params)
+	return m.finishChecksum(h), nil
+}
+
+func (m *Model) finishChecksum(h hash.Hash) string {
 	if m.lora != nil {
-		hash(&m.lora.lay, m.lora.arena)
+		m.hashArena(h, &m.lora.lay, m.lora.arena)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// hashArena writes every tensor of lay in arena to h as f32 little-endian.
+func (m *Model) hashArena(h hash.Hash, lay *layout, arena backend.Buf) {
+	var host []float32
+	var buf []byte
+	for _, t := range lay.tensors {
+		host = slices.Grow(host[:0], t.size())[:t.size()]
+		m.Backend.Read(host, arena.Slice(t.off, t.size()))
+		if littleEndian && len(host) > 0 { // the bytes as they are
+			h.Write(unsafe.Slice((*byte)(unsafe.Pointer(&host[0])), 4*len(host)))
+			continue
+		}
+		buf = buf[:0]
+		for _, x := range host {
+			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
+		}
+		h.Write(buf)
+	}
+}
+
+var littleEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(&x)) == 1 }()
 
 // NewScoring prepares m for Score only: a frozen reference's or a
 // teacher's forward passes, with no gradient or optimizer state.

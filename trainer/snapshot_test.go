@@ -29,6 +29,13 @@ func TestSnapshot(t *testing.T) {
 		if got := snap.Checksum(); got != sum {
 			t.Fatalf("lora %v: snapshot checksum %s, model %s", lora, got, sum)
 		}
+		digest, err := m.BaseDigest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := snap.ChecksumFrom(digest); err != nil || got != sum {
+			t.Fatalf("lora %v: checksum from the base digest %s (%v), want %s", lora, got, err, sum)
+		}
 		base, err := m.Snapshot(false, lora)
 		if err != nil {
 			t.Fatal(err)

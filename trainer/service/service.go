@@ -74,7 +74,10 @@ type Service struct {
 	next     int
 	refLease *Lease
 	ref      *trainer.Training // scores with version 0's weights
-	closed   bool
+	// baseDigest is the frozen base's hash state (LoRA runs): each
+	// version's checksum then hashes only its adapters.
+	baseDigest []byte
+	closed     bool
 }
 
 // New makes a Service training m (with its LoRA adapters, if it has any:
@@ -104,6 +107,12 @@ func New(m *trainer.Model, opt Options) (*Service, error) {
 			if id, ok := opt.Tokenizer.TokenID(t); ok {
 				s.stops = append(s.stops, id)
 			}
+		}
+	}
+	if m.LoRA() != nil && !s.trainsBase() {
+		if s.baseDigest, err = m.BaseDigest(); err != nil {
+			tr.Close()
+			return nil, err
 		}
 	}
 	if _, err := s.publish(); err != nil {
@@ -148,12 +157,21 @@ func (s *Service) Acquire(v int) (*Lease, error) { return s.vs.acquire(v) }
 
 // publish snapshots the policy's weights as the next version (s.mu held).
 func (s *Service) publish() (Version, error) {
-	shared := s.model.LoRA() != nil && !s.trainsBase()
+	shared := s.baseDigest != nil
 	snap, err := s.model.Snapshot(true, shared)
 	if err != nil {
 		return Version{}, err
 	}
-	v := Version{Version: s.next, Step: s.train.Steps(), Checksum: snap.Checksum(), Created: time.Now().UTC()}
+	sum := ""
+	if s.baseDigest != nil {
+		if sum, err = snap.ChecksumFrom(s.baseDigest); err != nil {
+			snap.Close()
+			return Version{}, err
+		}
+	} else {
+		sum = snap.Checksum()
+	}
+	v := Version{Version: s.next, Step: s.train.Steps(), Checksum: sum, Created: time.Now().UTC()}
 	s.next++
 	s.vs.publish(&published{Version: v, model: snap, engine: trainer.NewEngine(snap, s.opt.Engine)})
 	return v, nil
