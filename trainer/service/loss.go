@@ -64,11 +64,10 @@ var aggregations = map[string]trainer.Aggregation{
 
 // needs is what a loss asks of the passes before the policy's.
 type needs struct {
-	ref      bool // the reference's log-probs of the sampled tokens (kl)
-	teacher  bool // the teacher's log-probs of the sampled tokens (OPD advantages)
-	topK     int  // the teacher's top-K (opd_top_k)
-	old      bool // the old log-probs (OPD advantages need them before the pass)
-	policyPG bool
+	ref     bool // the reference's log-probs of the sampled tokens (kl)
+	teacher bool // the teacher's log-probs of the sampled tokens (OPD advantages)
+	topK    int  // the teacher's top-K (opd_top_k)
+	old     bool // the old log-probs (OPD advantages need them before the pass)
 }
 
 // check validates the config and says what it needs.
@@ -112,7 +111,6 @@ func (lc *LossConfig) check() (needs, error) {
 			default:
 				return n, fmt.Errorf("loss: term %q: advantage %q: want rl, opd or combined", name, tc.Advantage)
 			}
-			n.policyPG = true
 		case "kl":
 			if _, ok := klEstimators[tc.Estimator]; !ok {
 				return n, fmt.Errorf("loss: term %q: estimator %q: want k1, k2 or k3", name, tc.Estimator)

@@ -212,7 +212,8 @@ type ForwardBackwardResult struct {
 	Tokens     int                `json:"tokens"`
 	Sequences  int                `json:"sequences"`
 	Conversion *Conversion        `json:"conversion,omitempty"`
-	// NoHint counts the data the OPD terms left out for want of a hint.
+	// NoHint counts the data without a teacher context: the OPD terms
+	// (an opd or combined advantage, opd_top_k) leave them out.
 	NoHint int `json:"no_hint"`
 }
 
