@@ -4,6 +4,9 @@
 // rank, and the added tokens (<|im_start|>, <tool_call>, ...) matched in the
 // raw text before anything else. It also renders Qwen3's chat template,
 // with tools, and parses the <tool_call> blocks of a model's answer (chat.go).
+// Prune cuts a tokenizer down to the tokens a corpus needs (for models
+// trained from scratch on a few tasks), as a valid tokenizer.json that
+// encodes the corpus as the original does, ids remapped.
 //
 // A Tokenizer is safe for concurrent use.
 package tokenizer
@@ -231,6 +234,21 @@ func (t *Tokenizer) bpe(piece string) []int32 {
 	if ok {
 		return ids
 	}
+	sym := t.merge(piece, nil)
+	if len(piece) < 256 {
+		t.mu.Lock()
+		if len(t.cache) > 1<<16 {
+			clear(t.cache)
+		}
+		t.cache[piece] = sym
+		t.mu.Unlock()
+	}
+	return sym
+}
+
+// merge runs BPE's merges on one piece, calling seen (when not nil) with
+// each merge's result.
+func (t *Tokenizer) merge(piece string, seen func(id int32)) []int32 {
 	rs := byteLevel(piece)
 	sym := make([]int32, len(rs))
 	for i, r := range rs {
@@ -246,6 +264,9 @@ func (t *Tokenizer) bpe(piece string) []int32 {
 		if at < 0 {
 			break
 		}
+		if seen != nil {
+			seen(best.id)
+		}
 		// merge every non-overlapping occurrence of this pair, left to right
 		out := sym[:0]
 		a, b := sym[at], sym[at+1]
@@ -258,14 +279,6 @@ func (t *Tokenizer) bpe(piece string) []int32 {
 			out = append(out, sym[i])
 		}
 		sym = out
-	}
-	if len(piece) < 256 {
-		t.mu.Lock()
-		if len(t.cache) > 1<<16 {
-			clear(t.cache)
-		}
-		t.cache[piece] = sym
-		t.mu.Unlock()
 	}
 	return sym
 }

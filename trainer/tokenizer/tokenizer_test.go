@@ -127,21 +127,7 @@ func TestEncodeMatchesReference(t *testing.T) {
 	for range 500 {
 		texts = append(texts, randomText(r))
 	}
-	in, _ := json.Marshal(texts)
-	cmd := exec.Command("node", "encode.js")
-	cmd.Dir = "testdata"
-	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(mustAbs(t, npmDir), "node_modules"))
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node: %v: %s", err, stderr.String())
-	}
-	var want [][]int32
-	if err := json.Unmarshal(out, &want); err != nil {
-		t.Fatal(err)
-	}
+	want := referenceIDs(t, texts, "")
 	bad := 0
 	for i, s := range texts {
 		got := tok.Encode(s)
@@ -159,6 +145,31 @@ func TestEncodeMatchesReference(t *testing.T) {
 		t.Fatalf("%d of %d texts differ", bad, len(texts))
 	}
 	t.Logf("%d texts, identical ids", len(texts))
+}
+
+// referenceIDs encodes texts with the reference tokenizer in node: the
+// real Qwen3 one, or the tokenizer.json at path.
+func referenceIDs(t *testing.T, texts []string, path string) [][]int32 {
+	t.Helper()
+	in, _ := json.Marshal(texts)
+	cmd := exec.Command("node", "encode.js")
+	cmd.Dir = "testdata"
+	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(mustAbs(t, npmDir), "node_modules"))
+	if path != "" {
+		cmd.Env = append(cmd.Env, "TOKENIZER_JSON="+mustAbs(t, path))
+	}
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v: %s", err, stderr.String())
+	}
+	var want [][]int32
+	if err := json.Unmarshal(out, &want); err != nil {
+		t.Fatal(err)
+	}
+	return want
 }
 
 func mustAbs(t testing.TB, p string) string {
