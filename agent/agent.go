@@ -263,7 +263,7 @@ func (a *Agent) Play(ctx context.Context, sess Session, start Start) (*Episode, 
 			model = a.cfg.Model
 		}
 		t := &gym.Turn{Messages: msgs, Tools: start.Tools, Response: d.response, PromptIDs: r.PromptIDs,
-			ResponseIDs: r.ResponseIDs, LogProbs: r.LogProbs, Model: model, Truncated: w.cut}
+			ResponseIDs: r.ResponseIDs, LogProbs: r.LogProbs, Model: model, Truncated: w.cut, WeightVersion: r.Version}
 		tailFrom := prevLen + 1
 		if prevLen == 0 {
 			tailFrom = 0
@@ -420,9 +420,11 @@ func (a *Agent) call(ctx context.Context, msgs, tools json.RawMessage, seed int6
 		if len(a.extra) > 0 {
 			body = append(append(append(body[:len(body)-1], ','), a.extra...), '}')
 		}
-		out, err := a.ep.complete(ctx, body)
+		out, version, err := a.ep.complete(ctx, body)
 		if err == nil {
-			return decodeReply(out)
+			r, err := decodeReply(out)
+			r.Version = version
+			return r, err
 		}
 		if attempt < 2 && asked && a.cfg.TokenInfo == "auto" && refusesTokenFields(err) {
 			if a.noTokenInfo.CompareAndSwap(false, true) {

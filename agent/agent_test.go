@@ -218,6 +218,9 @@ func TestAgentRecordsTokenIDsAndLogProbs(t *testing.T) {
 		if tr.Model != "scripted" || tr.Response != "hello there, world" {
 			t.Errorf("turn %d: model %q response %q", i, tr.Model, tr.Response)
 		}
+		if tr.WeightVersion == nil || *tr.WeightVersion != i+7 {
+			t.Errorf("turn %d: weight version %v; want the X-Weight-Version header's %d", i, tr.WeightVersion, i+7)
+		}
 	}
 	if ep.Steps[1].Turn != fs.turns[1] {
 		t.Error("the episode's steps keep the turns sent")

@@ -120,6 +120,9 @@ type reply struct {
 	PromptTokens int
 	OutTokens    int
 	Model        string
+	// Version is the weight version the endpoint's X-Weight-Version
+	// header named; nil without one.
+	Version *int
 }
 
 // decodeReply reads the first choice of a response body and the token
@@ -263,18 +266,30 @@ func newEndpoint(cfg *Config) *endpoint {
 	return &endpoint{client: openai.NewClient(opts...), base: cfg.BaseURL}
 }
 
-// complete sends one request body and returns the raw response body. A
-// failure is a *modelError.
-func (e *endpoint) complete(ctx context.Context, body []byte) ([]byte, error) {
+// complete sends one request body and returns the raw response body and
+// the weight version its X-Weight-Version header named (nil without one).
+// A failure is a *modelError.
+func (e *endpoint) complete(ctx context.Context, body []byte) ([]byte, *int, error) {
 	var out []byte
-	if err := e.client.Post(ctx, "chat/completions", body, &out); err != nil {
+	var resp *http.Response
+	if err := e.client.Post(ctx, "chat/completions", body, &out, option.WithResponseInto(&resp)); err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
-		return nil, classifyModelError(err)
+		return nil, nil, classifyModelError(err)
 	}
-	return out, nil
+	var version *int
+	if resp != nil {
+		if v, err := strconv.Atoi(resp.Header.Get(WeightVersionHeader)); err == nil && v >= 0 {
+			version = &v
+		}
+	}
+	return out, version, nil
 }
+
+// WeightVersionHeader is the response header in which nextstate's trainer
+// servers name the weight version that produced an answer.
+const WeightVersionHeader = "X-Weight-Version"
 
 // modelError is a failed model call, classified: whose fault it is and
 // whether the whole run should stop.

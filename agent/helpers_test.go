@@ -276,9 +276,14 @@ func (s *scripted) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.reqs = append(s.reqs, req)
 	s.raw = append(s.raw, raw)
+	nreq := len(s.reqs)
 	s.mu.Unlock()
 	rep := s.policy(req)
 	w.Header().Set("Content-Type", "application/json")
+	if s.vllm {
+		// as nextstate's trainer servers do: the answer's weight version
+		w.Header().Set(WeightVersionHeader, strconv.Itoa(nreq+6))
+	}
 	if rep.Status > 0 {
 		w.WriteHeader(rep.Status)
 		io.WriteString(w, rep.Body)

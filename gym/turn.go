@@ -25,4 +25,8 @@ type Turn struct {
 	Model       string    `json:"model,omitempty"`
 	// Truncated is set when the prompt was cut to fit the context budget.
 	Truncated bool `json:"truncated,omitempty"`
+	// WeightVersion is the version of the policy's weights that produced
+	// the response, when the model server said (its X-Weight-Version
+	// header: nextstate's trainer servers); nil when unknown.
+	WeightVersion *int `json:"weight_version,omitempty"`
 }

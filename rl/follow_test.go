@@ -167,7 +167,8 @@ func TestSamplesMixMasksAndTurns(t *testing.T) {
 	h := startFollower(t, followJudge(j, nil), func(c *FollowerConfig) { c.Suites = []*gym.Suite{suite} })
 	sess := h.create(gym.CreateRequest{TaskID: "frac", Run: "r"})
 	turn := &gym.Turn{Messages: json.RawMessage(`[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"Pass "},{"type":"image_url","image_url":{"url":"data:"}}]}]`),
-		Response: "ACT_GOOD", PromptIDs: []int{1, 2, 3}, ResponseIDs: []int{4, 5}, LogProbs: []float64{-0.1, -0.2}, Model: "policy"}
+		Response: "ACT_GOOD", PromptIDs: []int{1, 2, 3}, ResponseIDs: []int{4, 5}, LogProbs: []float64{-0.1, -0.2}, Model: "policy",
+		WeightVersion: new(3)}
 	h.stepTurn(sess, "t1", "ACT_GOOD", turn)
 	h.step(sess, "t2", "ACT_BAD")
 	h.step(sess, "t3", "win")
@@ -188,6 +189,9 @@ func TestSamplesMixMasksAndTurns(t *testing.T) {
 		!slices.Equal(s[0].RolloutLogProbs, []float64{-0.1, -0.2}) || s[0].Response != "ACT_GOOD" ||
 		len(s[0].Prompt) != 2 || s[0].Prompt[1].Content != "Pass [image]" {
 		t.Errorf("sample from a Turn: %+v", s[0])
+	}
+	if v := s[0].Metadata.Origin.WeightVersion; v == nil || *v != 3 || s[1].Metadata.Origin.WeightVersion != nil {
+		t.Errorf("weight versions %v, %v; want the Turn's 3, then none", v, s[1].Metadata.Origin.WeightVersion)
 	}
 	// Text only: the context is the instruction (from the reset event) and
 	// the first observation, then the earlier action and next state; the

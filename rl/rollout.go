@@ -88,7 +88,7 @@ func policyTurns(ep *episode) []PolicyTurn {
 		pt := PolicyTurn{Step: ev.Step, StepID: ev.StepID, Failure: ev.Failure}
 		if t := ev.Turn; t != nil {
 			pt.Messages = chatMessages(t.Messages)
-			pt.Response = t.Response
+			pt.Response, pt.WeightVersion = t.Response, t.WeightVersion
 			if len(t.PromptIDs) > 0 && len(t.ResponseIDs) > 0 {
 				pt.PromptIDs, pt.ResponseIDs = t.PromptIDs, t.ResponseIDs
 				if len(t.LogProbs) == len(t.ResponseIDs) {

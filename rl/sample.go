@@ -125,6 +125,9 @@ type Origin struct {
 	// Judged is false when the step has no process reward (no judge, or a
 	// judge that did not answer); its r_t is 0.
 	Judged bool `json:"judged"`
+	// WeightVersion is the version of the policy's weights that produced
+	// the response (gym.Turn.WeightVersion), when the model server said.
+	WeightVersion *int `json:"weight_version,omitempty"`
 }
 
 // Rollout is one trajectory to turn into samples.
@@ -165,6 +168,8 @@ type PolicyTurn struct {
 	Hint    string
 	// Failure is the step's failure, if it had one.
 	Failure *gym.Failure
+	// WeightVersion is the weight version that produced the response, when known.
+	WeightVersion *int
 }
 
 // ApplyJudgements copies a complete trajectory's judge results into the
@@ -230,7 +235,7 @@ func BuildSamples(r Rollout, mix Mix) ([]Sample, error) {
 					StepIndices: []int{i}, StepTokenSpans: [][2]int{}, OutcomeReward: o,
 				},
 				Origin: Origin{Session: r.Session, Episode: r.Episode, Step: step, StepID: t.StepID,
-					Env: r.Env, Task: r.Task, Judged: t.Judged},
+					Env: r.Env, Task: r.Task, Judged: t.Judged, WeightVersion: t.WeightVersion},
 			},
 		}
 		if s.Prompt == nil {
