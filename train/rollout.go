@@ -70,7 +70,9 @@ func (l *Loop) weight(suite string) float64 {
 }
 
 // batchDir is batch b's run directory; batchRun its sessions' run label.
-func (l *Loop) batchDir(b int) string { return filepath.Join(l.cfg.Dir, "rollouts", fmt.Sprintf("b%06d", b)) }
+func (l *Loop) batchDir(b int) string {
+	return filepath.Join(l.cfg.Dir, "rollouts", fmt.Sprintf("b%06d", b))
+}
 func (l *Loop) batchRun(b int) string { return fmt.Sprintf("%s/b%06d", l.run, b) }
 
 // rollout is a played batch: its rows, by trial, and how long it took.
