@@ -1,9 +1,11 @@
 package train
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nextstate-rl/nextstate/agent/rundir"
@@ -41,6 +43,26 @@ func (bs *batchSamples) ack(ctx context.Context) error {
 	}
 	bs.subs = nil
 	return err
+}
+
+// sort puts the samples in the order of their trials (task, then sample
+// index) and steps, whatever order the stream gave them in, so that a
+// batch resumed after a crash trains exactly as it would have.
+func (bs *batchSamples) sort(rows []rundir.Result) {
+	trial := map[string]*rundir.Result{}
+	for i := range rows {
+		trial[rows[i].Session] = &rows[i]
+	}
+	slices.SortStableFunc(bs.samples, func(a, b rl.Sample) int {
+		ra, rb := trial[a.Metadata.Origin.Session], trial[b.Metadata.Origin.Session]
+		if c := cmp.Compare(ra.Task, rb.Task); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(ra.Sample, rb.Sample); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Metadata.Origin.Step, b.Metadata.Origin.Step)
+	})
 }
 
 func (bs *batchSamples) close() {
@@ -138,6 +160,7 @@ func (l *Loop) collect(ctx context.Context, r rollout) (*batchSamples, rollout, 
 			return nil, r, err
 		}
 		if complete {
+			bs.sort(r.rows)
 			return bs, r, nil
 		}
 		var lost []rundir.Result
@@ -153,12 +176,14 @@ func (l *Loop) collect(ctx context.Context, r rollout) (*batchSamples, rollout, 
 			}
 		}
 		if len(lost) == 0 {
+			bs.sort(r.rows)
 			return bs, r, nil
 		}
 		if replays == 2 {
 			bs.missing = len(lost)
 			l.log.Warn("train: trajectories without samples after two replays; the step goes on without them",
 				"batch", r.batch, "trajectories", len(lost))
+			bs.sort(r.rows)
 			return bs, r, nil
 		}
 		l.log.Warn("train: trajectories whose samples did not come; playing them again", "batch", r.batch,

@@ -202,22 +202,9 @@ func (l *Loop) Run(ctx context.Context) (Summary, error) {
 		}
 		m.WaitSeconds = time.Since(waitBegin).Seconds() - m.TrainSeconds - m.PublishMS/1000
 		pending = append(pending, bs)
-		if b%l.cfg.SaveEvery == 0 || b == l.cfg.Steps {
-			saved, err := l.cfg.Trainer.SaveState(ctx)
-			if err != nil {
-				return stop(fmt.Errorf("train: saving the state after step %d: %w", b, err))
-			}
-			st.Steps, st.OptimizerSteps, st.TrainingState = b, saved.Step, saved.Path
-			if err := writeState(l.cfg.Dir, st); err != nil {
-				return stop(err)
-			}
-			for _, p := range pending {
-				if err := p.ack(ctx); err != nil {
-					l.log.Warn("train: acknowledging samples", "err", err)
-				}
-			}
-			pending = nil
-		}
+		// The evaluation and the records come before the save: a crash
+		// before it trains the step again and records it again (the last
+		// record of a step wins), one after it finds the step recorded.
 		var em *EvalMetrics
 		if len(l.cfg.Eval) > 0 && (l.cfg.EvalEvery > 0 && b%l.cfg.EvalEvery == 0 || b == l.cfg.Steps) {
 			if em, err = l.evaluate(ctx, b); err != nil {
@@ -236,6 +223,25 @@ func (l *Loop) Run(ctx context.Context) (Summary, error) {
 			if err := l.recordEval(ml, em); err != nil {
 				return stop(err)
 			}
+		}
+		if err := ml.sync(); err != nil {
+			return stop(err)
+		}
+		if b%l.cfg.SaveEvery == 0 || b == l.cfg.Steps {
+			saved, err := l.cfg.Trainer.SaveState(ctx)
+			if err != nil {
+				return stop(fmt.Errorf("train: saving the state after step %d: %w", b, err))
+			}
+			st.Steps, st.OptimizerSteps, st.TrainingState = b, saved.Step, saved.Path
+			if err := writeState(l.cfg.Dir, st); err != nil {
+				return stop(err)
+			}
+			for _, p := range pending {
+				if err := p.ack(ctx); err != nil {
+					l.log.Warn("train: acknowledging samples", "err", err)
+				}
+			}
+			pending = nil
 		}
 		if l.cfg.Progress != nil {
 			progressLine(l.cfg.Progress, m, l.cfg.Steps, em)

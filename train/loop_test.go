@@ -3,12 +3,17 @@ package train
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nextstate-rl/nextstate/agent"
+	"github.com/nextstate-rl/nextstate/client"
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/trainer/service"
 )
@@ -91,5 +96,168 @@ func TestLoopRaisesTheReward(t *testing.T) {
 	l2, _ := New(cfg)
 	if sum, err := l2.Run(context.Background()); err != nil || sum.Steps != 12 || sum.Resumed != 12 {
 		t.Errorf("a rerun of a finished run: %+v, %v", sum, err)
+	}
+}
+
+// TestLoopResumesAfterKill kills a run's process (SIGKILL, mid-run), runs
+// it again to the end, and compares its weights with an uninterrupted
+// run's: on-policy, one episode in flight and seeded sampling make the run
+// deterministic, so a resume that lost a sample or trained one twice
+// would show.
+func TestLoopResumesAfterKill(t *testing.T) {
+	model := tinyModel(t)
+	root := t.TempDir()
+	whole := runChild(t, model, filepath.Join(root, "whole"), "")
+	resumed := runChild(t, model, filepath.Join(root, "killed"), "rollouts/b000005/results.jsonl")
+	if whole == "" || resumed != whole {
+		t.Fatalf("final weights: %q uninterrupted, %q killed and resumed; want the same", whole, resumed)
+	}
+	steps, _, err := ReadMetrics(filepath.Join(root, "killed"))
+	if err != nil || len(steps) != 8 {
+		t.Fatalf("the resumed run recorded %d steps, %v; want 8", len(steps), err)
+	}
+	for _, m := range steps {
+		if m.Samples != 16 || m.Missing != 0 {
+			t.Errorf("step %d trained on %d samples (%d trajectories missing); want 16", m.Step, m.Samples, m.Missing)
+		}
+	}
+}
+
+// runChild runs TestLoopChild as a process in dir until it finishes; with
+// killAt, it is killed once that file exists in dir, then run again. It
+// returns the checksum of the final weights.
+func runChild(t *testing.T, model, dir, killAt string) string {
+	t.Helper()
+	start := func() (*exec.Cmd, chan error) {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestLoopChild$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "TRAIN_CHILD_MODEL="+model, "TRAIN_CHILD_DIR="+dir)
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			err := cmd.Wait()
+			if err != nil {
+				err = fmt.Errorf("%w\n%s", err, out.String())
+			}
+			done <- err
+		}()
+		return cmd, done
+	}
+	if killAt != "" {
+		cmd, done := start()
+		deadline := time.After(2 * time.Minute)
+	poll:
+		for {
+			select {
+			case err := <-done:
+				t.Fatalf("the run ended before it could be killed: %v", err)
+			case <-deadline:
+				t.Fatal("the run never reached the point to kill it at")
+			case <-time.After(2 * time.Millisecond):
+				if _, err := os.Stat(filepath.Join(dir, killAt)); err == nil {
+					break poll
+				}
+			}
+		}
+		cmd.Process.Kill()
+		<-done
+		st, _ := readState(dir)
+		t.Logf("killed after %d saved steps", st.Steps)
+		if st.Steps >= 8 {
+			t.Fatal("killed after the last step: nothing left to resume")
+		}
+	}
+	_, done := start()
+	if err := <-done; err != nil {
+		t.Fatalf("the run: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "checksum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestLoopChild is runChild's process: a deterministic 8-step run in
+// $TRAIN_CHILD_DIR that writes the final weights' checksum there.
+func TestLoopChild(t *testing.T) {
+	dir := os.Getenv("TRAIN_CHILD_DIR")
+	if dir == "" {
+		t.Skip("runs as TestLoopResumesAfterKill's child process only")
+	}
+	r := newRig(t, os.Getenv("TRAIN_CHILD_MODEL"), filepath.Join(dir, "gym"), filepath.Join(dir, "states"))
+	cfg := loopConfig(r, t, filepath.Join(dir, "run-dir"), 8)
+	cfg.Dir = dir
+	cfg.Concurrency = 1
+	// A pause after each step, so that the kill lands while a batch plays.
+	cfg.OnStep = func(Metrics) { time.Sleep(50 * time.Millisecond) }
+	l, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	info, err := r.svc.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := info.Versions[len(info.Versions)-1]
+	if err := os.WriteFile(filepath.Join(dir, "checksum"), []byte(fmt.Sprintf("step %d %s", newest.Step, newest.Checksum)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLoopStalenessBound: with the default bound of one step, the next
+// batch plays while a step trains, and no turn is trained more than one
+// version after the one that produced it.
+func TestLoopStalenessBound(t *testing.T) {
+	root := t.TempDir()
+	r := newRig(t, tinyModel(t), filepath.Join(root, "gym"), filepath.Join(root, "states"))
+	cfg := loopConfig(r, t, filepath.Join(root, "run"), 6)
+	cfg.MaxStaleness, cfg.Eval = 0, nil // 0: the default, 1
+	var steps []Metrics
+	cfg.OnStep = func(m Metrics) { steps = append(steps, m) }
+	l, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range steps {
+		n := 0
+		for _, c := range m.Staleness {
+			n += c
+		}
+		if m.StalenessMax > 1 || n != 16 {
+			t.Errorf("step %d: staleness max %d over %d turns (%v); want at most 1 over 16", m.Step, m.StalenessMax, n, m.Staleness)
+		}
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for name, tc := range map[string]struct {
+		edit func(*Config)
+		want string
+	}{
+		"no trainer": {func(c *Config) { c.Trainer = nil }, "Trainer is required"},
+		"bad mix":    {func(c *Config) { c.Mix = map[string]float64{"other": 1} }, `suite "other"`},
+		"zero mix":   {func(c *Config) { c.Mix = map[string]float64{"s": 0} }, "no suite a positive weight"},
+		"steps":      {func(c *Config) { c.Steps = 0 }, "want at least 1"},
+		"staleness":  {func(c *Config) { c.MaxStaleness = -2 }, "want 0 or more"},
+		"twice":      {func(c *Config) { c.Tasks = append(c.Tasks, c.Tasks[0]) }, "given twice"},
+	} {
+		c := Config{Gym: &client.Client{}, Trainer: &service.Service{}, Dir: "x", Steps: 1,
+			Tasks: []Task{{Task: gym.Task{ID: "a"}, Suite: "s"}}}
+		tc.edit(&c)
+		_, err := New(c)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want an error saying %q", name, err, tc.want)
+		}
 	}
 }

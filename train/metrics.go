@@ -169,6 +169,8 @@ func (ml *metricsLog) write(rec any) error {
 	return err
 }
 
+func (ml *metricsLog) sync() error { return ml.f.Sync() }
+
 func (ml *metricsLog) close() error { return ml.f.Close() }
 
 // ReadMetrics reads a run directory's MetricsFile: its steps and its

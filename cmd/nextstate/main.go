@@ -55,7 +55,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServe(), newServeModel(), newServeTrainer(), newEnvs(), newTasks(), newExport(), newBench(), newDemo(), newRun(), newSWE(), newProxy(), newImage(), newVersion())
+	root.AddCommand(newServe(), newServeModel(), newServeTrainer(), newTrain(), newEnvs(), newTasks(), newExport(), newBench(), newDemo(), newRun(), newSWE(), newProxy(), newImage(), newVersion())
 	return root
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/nextstate-rl/nextstate/agent/rundir"
 	"github.com/nextstate-rl/nextstate/client"
 	"github.com/nextstate-rl/nextstate/gym"
+	"github.com/nextstate-rl/nextstate/rl"
 	"github.com/nextstate-rl/nextstate/server"
 )
 
@@ -316,8 +317,25 @@ func withOracles(tasks []gym.Task) (keep []gym.Task, skipped []string) {
 // runServer connects to --server, or starts a server in this process with
 // its store in OUT/store and the file suites in its catalog.
 func runServer(ctx context.Context, f runFlags, suites []*gym.Suite, settings gym.Settings, log *slog.Logger) (*client.Client, func(), error) {
-	if f.serverURL != "" {
-		token, err := readToken(f.token, "")
+	return startGym(ctx, gymOptions{serverURL: f.serverURL, token: f.token, dataDir: filepath.Join(f.out, "store"),
+		suites: suites, settings: settings, concurrency: f.concurrency}, log)
+}
+
+// gymOptions say which gym server startGym connects to or starts.
+type gymOptions struct {
+	serverURL, token, dataDir string
+	suites                    []*gym.Suite
+	settings                  gym.Settings
+	signals                   rl.FollowerConfig
+	concurrency               int
+}
+
+// startGym connects to o.serverURL, or starts a server in this process
+// with its store in o.dataDir, the file suites in its catalog and the
+// signals (judge, reward mix) given; stop shuts it down.
+func startGym(ctx context.Context, o gymOptions, log *slog.Logger) (*client.Client, func(), error) {
+	if o.serverURL != "" {
+		token, err := readToken(o.token, "")
 		if err != nil {
 			return nil, nil, err
 		}
@@ -328,17 +346,17 @@ func runServer(ctx context.Context, f runFlags, suites []*gym.Suite, settings gy
 		opts = append(opts, client.WithLogger(log))
 		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		c, err := client.Dial(dctx, f.serverURL, opts...)
+		c, err := client.Dial(dctx, o.serverURL, opts...)
 		if err != nil {
 			return nil, nil, err
 		}
 		return c, func() {}, nil
 	}
-	if _, ok := settings["sandbox"]; !ok {
-		settings["sandbox"] = "bwrap"
+	if _, ok := o.settings["sandbox"]; !ok {
+		o.settings["sandbox"] = "bwrap"
 	}
-	srv, err := server.New(server.Config{DataDir: filepath.Join(f.out, "store"), Suites: suites, Logger: log,
-		Sessions: gym.Config{Settings: settings, MaxSessions: max(16384, 2*f.concurrency)}})
+	srv, err := server.New(server.Config{DataDir: o.dataDir, Suites: o.suites, Logger: log, Signals: o.signals,
+		Sessions: gym.Config{Settings: o.settings, MaxSessions: max(16384, 2*o.concurrency)}})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/mcp"
@@ -86,7 +87,13 @@ flushed and every env is closed, within --drain.`,
 	fl.StringVar(&f.readyFile, "ready-file", "", "write the bound address (host:port) to this file once listening")
 	f.proxy.register(fl)
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile of the whole run to this file (for go tool pprof)")
-	j := &f.judge
+	f.judge.register(fl, "mix")
+	return c
+}
+
+// register adds the judge's flags to fl; mixFlag names the reward mix's
+// (serve's --mix; train's --reward-mix, its --mix weighing the suites).
+func (j *judgeFlags) register(fl *pflag.FlagSet, mixFlag string) {
 	fl.StringVar(&j.url, "judge-url", "", "judge steps with the LLM at this OpenAI-compatible base URL (http://host:8000/v1); none by default")
 	fl.StringVar(&j.model, "judge-model", "", "the judge model's name at --judge-url")
 	fl.StringVar(&j.apiKeyEnv, "judge-api-key-env", "", "name of the environment variable holding the judge's API key (none by default)")
@@ -99,8 +106,7 @@ flushed and every env is closed, within --drain.`,
 	fl.StringVar(&j.templates, "judge-templates", "", "directory of judge prompt templates replacing the built-in ones (terminal.tmpl, gui.tmpl, chat.tmpl for the proxy, ...)")
 	fl.StringSliceVar(&j.kinds, "judge-kinds", nil, "judge only these env kinds (default all)")
 	fl.StringSliceVar(&j.runs, "judge-runs", nil, "judge only these runs (default all)")
-	fl.StringVar(&j.mix, "mix", "", `reward mix where a suite sets none: "c=1,gamma=1,outcome=identity" (outcome: identity or 2acc-1)`)
-	return c
+	fl.StringVar(&j.mix, mixFlag, "", `reward mix where a suite sets none: "c=1,gamma=1,outcome=identity" (outcome: identity or 2acc-1)`)
 }
 
 // signalsConfig builds the server's signals config from the flags.
