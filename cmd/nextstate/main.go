@@ -5,6 +5,8 @@
 //	serve-model  serve a local Qwen3 model over an OpenAI-compatible API
 //	serve-trainer  serve the training API (forward_backward, optim_step,
 //	             weight versions, sample) and the newest version's OpenAI API
+//	train        train a policy by RL on the gym's envs: serve it, play
+//	             episodes, judge them, update it, all at once; resumable
 //	envs         list the env kinds compiled in
 //	tasks        list built-in tasks and suites; validate terminal task folders
 //	export       write trajectories out of the store

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nextstate-rl/nextstate/gym"
+	"github.com/nextstate-rl/nextstate/store"
+	"github.com/nextstate-rl/nextstate/train"
+)
+
+// TestTrain runs `nextstate train` for two steps on guess-v1 with a tiny
+// random model, its settings from a config file, judged by the policy's
+// own frozen reference (--judge self), and checks what it recorded.
+func TestTrain(t *testing.T) {
+	model := writeTinyModel(t)
+	out := filepath.Join(t.TempDir(), "run")
+	cfg := filepath.Join(t.TempDir(), "train.yaml")
+	os.WriteFile(cfg, []byte("suite: [guess-v1]\nsteps: 2\nk: 2\ngroups: 2\nmax-tokens: 4\nmax-turns: 2\nlr: 0.001\njudge: self\njudge-votes: 1\njudge-model: ignored\n"), 0o644)
+	got, err := run(t, "train", "--config", cfg, "--model", model, "--out", out, "--concurrency", "2")
+	if err != nil {
+		t.Fatalf("train: %v\n%s", err, got)
+	}
+	for _, want := range []string{"step 0/2", "step 2/2", "held-out pass@1", "metrics: "} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the output lacks %q:\n%s", want, got)
+		}
+	}
+	steps, evals, err := train.ReadMetrics(out)
+	if err != nil || len(steps) != 2 || len(evals) != 2 {
+		t.Fatalf("metrics.jsonl: %d steps, %d evaluations, %v", len(steps), len(evals), err)
+	}
+	if steps[0].Trajectories != 4 {
+		t.Errorf("step 1: %d trajectories; want 4", steps[0].Trajectories)
+	}
+	// The reference judged every step (a random model gives no valid
+	// vote, so none counts as judged; the judge's events say it was asked).
+	st, err := store.OpenReadOnly(filepath.Join(out, "gym"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	evs, err := st.Events(t.Context(), store.Filter{Types: []gym.EventType{gym.EventReward}})
+	if err != nil || len(evs) == 0 || evs[0].Source != "judge:prm" || evs[0].Info["model"] != filepath.Base(model) {
+		t.Errorf("the judge's events: %d, %v; want the reference's (judge:prm, model %s)", len(evs), err, filepath.Base(model))
+	}
+	if again, err := run(t, "train", "--config", cfg, "--model", model, "--out", out, "--concurrency", "2"); err != nil || !strings.Contains(again, "already holds all 2 steps") {
+		t.Errorf("a rerun of the finished run: %v\n%s", err, again)
+	}
+}
+
+func TestTrainBadInput(t *testing.T) {
+	model := writeTinyModel(t)
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("stepz: 3\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "--model", model, "--out", dir}, "--suite is required"},
+		{[]string{"train", "--suite", "guess-v1", "--out", dir}, "--model is required"},
+		{[]string{"train", "--suite", "nope-v9", "--model", model, "--out", dir}, "neither a task file"},
+		{[]string{"train", "--suite", "guess-v1", "--model", model, "--out", dir, "--loss", "ppo"}, "want grpo, grpo-kl, opd, combined"},
+		{[]string{"train", "--suite", "guess-v1", "--model", model, "--out", dir, "--judge", "maybe"}, "want none, self or url"},
+		{[]string{"train", "--suite", "guess-v1", "--model", model, "--out", dir, "--mix", "guess-v1=x"}, "not a number"},
+		{[]string{"train", "--suite", "guess-v1", "--model", model, "--out", dir, "--mix", "other=1"}, `suite "other"`},
+		{[]string{"train", "--config", bad, "--model", model, "--out", dir}, `unknown setting "stepz"`},
+	} {
+		got, err := run(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v\n%s; want an error saying %q", tc.args, err, got, tc.want)
+		}
+	}
+}
