@@ -97,7 +97,26 @@ type Spec struct {
 	// Empty is "toolcall" for an episode whose reset info lists "tools", else
 	// "default". It is not sent on the wire.
 	JudgePrompt string `json:"-"`
+	// StepRule, when set, is the kind's programmatic judge of a step (a
+	// process reward model in Go, which package rl's RuleJudge runs: `serve
+	// --judge-rules`, `train --judge rule`): from the instruction, the
+	// earlier turns, the action and its next state, the step's score, 1
+	// (good), 0 (neutral) or -1 (bad), and how the action should have been
+	// different (a hint for on-policy distillation; "" for none). It must be
+	// a pure function of its input. It is not sent on the wire.
+	StepRule func(RuleInput) (score int, hint string) `json:"-"`
 }
+
+// RuleInput is what a Spec.StepRule reads of a step, as text.
+type RuleInput struct {
+	Instruction string
+	// History holds the earlier steps of the episode, oldest first.
+	History           []RuleTurn
+	Action, NextState string
+}
+
+// RuleTurn is one earlier step of a RuleInput.
+type RuleTurn struct{ Action, NextState string }
 
 // Info is free-form, JSON-encodable detail next to an observation.
 type Info map[string]any

@@ -97,7 +97,7 @@ func (g *Follower) step(ep *episode, ev *gym.Event) {
 	code := ExitCode(ev.Info)
 	if judges(ev) {
 		ref := StepRefOf(ev)
-		in := JudgeInput{Kind: ep.prompt, Instruction: ep.instruction, History: ep.history[:len(ep.history):len(ep.history)],
+		in := JudgeInput{Kind: ep.prompt, Env: ep.env, Instruction: ep.instruction, History: ep.history[:len(ep.history):len(ep.history)],
 			Step: ev.Step, Action: action, NextState: next, ExitCode: code, Before: ep.lastImage, After: after}
 		g.tracker.Submitted(ref)
 		g.judger.Submit(ref, in)

@@ -50,6 +50,8 @@ type JudgeInput struct {
 	// KindGUI, KindSWE, KindToolCall, or any kind LoadTemplates found a
 	// file for; "" means KindDefault.
 	Kind string
+	// Env is the env kind's name (what a RuleJudge dispatches on).
+	Env string
 	// Instruction is the task as the agent was given it (the issue, the problem).
 	Instruction string
 	// History holds the earlier steps of the episode, oldest first. The

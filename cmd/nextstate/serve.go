@@ -45,6 +45,7 @@ type judgeFlags struct {
 	timeout                               time.Duration
 	kinds, runs                           []string
 	votesByKind                           map[string]int
+	rules                                 bool
 }
 
 func newServe() *cobra.Command {
@@ -94,6 +95,7 @@ flushed and every env is closed, within --drain.`,
 // register adds the judge's flags to fl; mixFlag names the reward mix's
 // (serve's --mix; train's --reward-mix, its --mix weighing the suites).
 func (j *judgeFlags) register(fl *pflag.FlagSet, mixFlag string) {
+	fl.BoolVar(&j.rules, "judge-rules", false, "judge steps with the env kinds' own step rules (a process reward model in Go, such as guess-v1's) instead of an LLM")
 	fl.StringVar(&j.url, "judge-url", "", "judge steps with the LLM at this OpenAI-compatible base URL (http://host:8000/v1); none by default")
 	fl.StringVar(&j.model, "judge-model", "", "the judge model's name at --judge-url")
 	fl.StringVar(&j.apiKeyEnv, "judge-api-key-env", "", "name of the environment variable holding the judge's API key (none by default)")
@@ -118,6 +120,14 @@ func signalsConfig(j judgeFlags) (rl.FollowerConfig, error) {
 			return cfg, fmt.Errorf("--mix: %w", err)
 		}
 		cfg.Mix = &m
+	}
+	if j.rules {
+		if j.url != "" {
+			return cfg, errors.New("--judge-rules and --judge-url: choose one judge")
+		}
+		cfg.Scorer, cfg.Judge.Model = rl.RuleJudge{}, rl.RuleJudgeModel
+		cfg.Concurrency, cfg.Queue, cfg.Kinds, cfg.Runs = j.concurrency, j.queue, j.kinds, j.runs
+		return cfg, nil
 	}
 	if j.url == "" {
 		if j.model != "" || j.apiKeyEnv != "" || j.templates != "" {

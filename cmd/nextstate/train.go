@@ -111,7 +111,7 @@ by the flags' names; the command line wins.`,
 	fl.DurationVar(&f.sampleTimeout, "sample-timeout", 2*time.Minute, "how long a played batch waits for more of its samples before playing the missing trajectories again")
 	fl.Int64Var(&f.seed, "seed", 1, "the run's seed: batches, episode seeds, LoRA initialisation")
 	fl.StringArrayVar(&f.settings, "set", nil, "a setting for env kinds, name=value (repeatable), for the in-process gym")
-	fl.StringVar(&f.judge, "judge", "", "process rewards and hints: none (default), self (the policy's frozen reference, served in this process), or url (the --judge-url endpoint)")
+	fl.StringVar(&f.judge, "judge", "", "process rewards and hints: none (default), rule (the env kinds' step rules, such as guess-v1's), self (the policy's frozen reference, served in this process), or url (the --judge-url endpoint)")
 	fl.StringVar(&f.logLevel, "log-level", "warn", "debug, info, warn or error")
 	f.judgeF.register(fl, "reward-mix")
 	return c
@@ -261,8 +261,8 @@ func runTrain(ctx context.Context, stdout, stderr io.Writer, f trainFlags) error
 		return fmt.Errorf("--lora %d: want a rank, or 0 for full fine-tuning", f.rank)
 	case f.staleness < 0:
 		return fmt.Errorf("--max-staleness %d: want 0 or more", f.staleness)
-	case f.judge != "" && f.judge != "none" && f.judge != "self" && f.judge != "url":
-		return fmt.Errorf("--judge %q: want none, self or url", f.judge)
+	case f.judge != "" && f.judge != "none" && f.judge != "self" && f.judge != "url" && f.judge != "rule":
+		return fmt.Errorf("--judge %q: want none, rule, self or url", f.judge)
 	case f.judge == "url" && f.judgeF.url == "":
 		return errors.New("--judge url needs --judge-url, the judge's endpoint")
 	case f.judgeF.url != "" && f.judge != "url":
@@ -357,8 +357,11 @@ func runTrain(ctx context.Context, stdout, stderr io.Writer, f trainFlags) error
 	// The gym: in this process (its follower judging with the judge
 	// chosen), or --server.
 	jf := f.judgeF
-	if f.judge == "self" {
+	switch f.judge {
+	case "self":
 		jf.url, jf.model = policy.ReferenceURL, name
+	case "rule":
+		jf.rules = true
 	}
 	sig, err := signalsConfig(jf)
 	if err != nil {

@@ -64,7 +64,7 @@ func TestTrainBadInput(t *testing.T) {
 		{[]string{"train", "--suite", "guess-v1", "--out", dir}, "--model is required"},
 		{[]string{"train", "--suite", "nope-v9", "--model", model, "--out", dir}, "neither a task file"},
 		{[]string{"train", "--suite", "guess-v1", "--model", model, "--out", dir, "--loss", "ppo"}, "want grpo, grpo-kl, opd, combined"},
-		{[]string{"train", "--suite", "guess-v1", "--model", model, "--out", dir, "--judge", "maybe"}, "want none, self or url"},
+		{[]string{"train", "--suite", "guess-v1", "--model", model, "--out", dir, "--judge", "maybe"}, "want none, rule, self or url"},
 		{[]string{"train", "--suite", "guess-v1", "--model", model, "--out", dir, "--mix", "guess-v1=x"}, "not a number"},
 		{[]string{"train", "--suite", "guess-v1", "--model", model, "--out", dir, "--mix", "other=1"}, `suite "other"`},
 		{[]string{"train", "--config", bad, "--model", model, "--out", dir}, `unknown setting "stepz"`},
@@ -73,5 +73,26 @@ func TestTrainBadInput(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v\n%s; want an error saying %q", tc.args, err, got, tc.want)
 		}
+	}
+}
+
+// TestTrainRuleJudge: --judge rule scores each step with guess-v1's rule;
+// a random model's replies are not numbers, so every turn is judged bad
+// and hinted, and the OPD loss has hints to learn from.
+func TestTrainRuleJudge(t *testing.T) {
+	model := writeTinyModel(t)
+	out := filepath.Join(t.TempDir(), "run")
+	got, err := run(t, "train", "--suite", "guess-v1", "--model", model, "--out", out, "--steps", "1", "-k", "2", "--groups", "2",
+		"--max-tokens", "4", "--max-turns", "2", "--judge", "rule", "--loss", "combined", "--eval-split", "none")
+	if err != nil {
+		t.Fatalf("train: %v\n%s", err, got)
+	}
+	steps, _, err := train.ReadMetrics(out)
+	if err != nil || len(steps) != 1 {
+		t.Fatalf("metrics.jsonl: %d steps, %v", len(steps), err)
+	}
+	m := steps[0]
+	if m.Judged != m.Samples || m.Hinted != m.Samples || m.Process == nil || *m.Process != -1 || m.Conversion == nil || m.Conversion.Hinted != m.Samples {
+		t.Errorf("step 1: %d samples, %d judged, %d hinted, process %v, conversion %+v; want every turn judged -1 and hinted", m.Samples, m.Judged, m.Hinted, m.Process, m.Conversion)
 	}
 }

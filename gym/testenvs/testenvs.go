@@ -5,7 +5,10 @@
 //     "lower", so it has both an outcome reward (1 for the right number,
 //     given by a verifier from state the agent never sees) and a natural
 //     next-state signal. Task data: {"low": 1, "high": 100}. The secret is
-//     drawn from the reset seed.
+//     drawn from the reset seed. Its step rule (gym.Spec.StepRule) is a
+//     process reward from the feedback alone: a guess the feedback ruled
+//     out scores -1, one near the middle of what is left 1, with a hint
+//     saying what the feedback implied.
 //   - echo-v1: answers each text action with the same text. It never ends by
 //     itself (an action of "/done" terminates it) and does no work, so it
 //     measures the gym and server alone.
@@ -18,6 +21,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +49,7 @@ func (guessKind) Spec() gym.Spec {
 		ActionSchema:      gym.PartsSchema(1, 1, gym.PartText),
 		ObservationSchema: gym.PartsSchema(1, 1, gym.PartText),
 		Limits:            gym.Limits{MaxSteps: 20, StepTimeout: gym.Duration(5 * time.Second), EpisodeTimeout: gym.Duration(10 * time.Minute)},
+		StepRule:          guessRule,
 		Tasks: []gym.Task{
 			guessTask("guess-1-100", 1, 100, 10, "train"),
 			guessTask("guess-1-1000", 1, 1000, 12, "train"),
@@ -64,6 +69,55 @@ func guessTask(id string, lo, hi, steps int, split string) gym.Task {
 }
 
 func (guessKind) New(context.Context) (gym.Env, error) { return &guess{}, nil }
+
+var rangeRE = regexp.MustCompile(`between (-?\d+) and (-?\d+)`)
+
+// guessRule is guess-v1's step rule, a process reward from the feedback
+// alone: the range the earlier answers leave (from the instruction's
+// range), and whether the guess is in it and near its middle. A guess
+// that is not a number, or that the feedback already ruled out, is bad
+// (-1); one in the middle half of what is left, or the secret, is good
+// (1); the rest of the range is neutral (0). The hint says what the
+// feedback implied.
+func guessRule(in gym.RuleInput) (int, string) {
+	lo, hi := 1, 100
+	if m := rangeRE.FindStringSubmatch(in.Instruction); m != nil {
+		lo, _ = strconv.Atoi(m[1])
+		hi, _ = strconv.Atoi(m[2])
+	}
+	for _, t := range in.History {
+		g, err := strconv.Atoi(strings.TrimSpace(t.Action))
+		if err != nil {
+			continue
+		}
+		switch strings.TrimSpace(t.NextState) {
+		case "higher":
+			lo = max(lo, g+1)
+		case "lower":
+			hi = min(hi, g-1)
+		}
+	}
+	mid := lo + (hi-lo)/2
+	g, err := strconv.Atoi(strings.TrimSpace(in.Action))
+	switch {
+	case err != nil:
+		return -1, fmt.Sprintf("Answer with a whole number alone; the feedback so far puts the secret between %d and %d, so guess %d.", lo, hi, mid)
+	case strings.TrimSpace(in.NextState) == "correct":
+		return 1, ""
+	case g < lo || g > hi:
+		return -1, fmt.Sprintf("The feedback so far puts the secret between %d and %d, and %d is outside that range: guess its middle, %d.", lo, hi, g, mid)
+	case 4*abs(g-mid) <= hi-lo:
+		return 1, ""
+	}
+	return 0, fmt.Sprintf("The secret is between %d and %d; guess nearer the middle, %d, so that each answer halves what is left.", lo, hi, mid)
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
 
 type guess struct {
 	data   GuessData

@@ -201,3 +201,33 @@ func TestEchoDone(t *testing.T) {
 		t.Fatalf("/done: %+v, %v; want terminated", res, err)
 	}
 }
+
+func TestGuessStepRule(t *testing.T) {
+	spec, err := gym.Lookup("guess-v1")
+	if err != nil || spec.StepRule == nil {
+		t.Fatalf("guess-v1 declares no step rule: %v", err)
+	}
+	instr := "Guess the secret integer between 1 and 100. Answer with the number alone."
+	hist := []gym.RuleTurn{{Action: "50", NextState: "higher"}, {Action: "75", NextState: "lower"}} // 51..74 left
+	for _, tc := range []struct {
+		action, next string
+		score        int
+		hint         string
+	}{
+		{"62", "lower", 1, ""},
+		{"57", "higher", 1, ""},                            // 4·|57−62| = 20 ≤ 74−51
+		{"56", "higher", 0, "guess nearer the middle, 62"}, // 4·|56−62| = 24 > 23
+		{"52", "higher", 0, "between 51 and 74; guess nearer the middle, 62"},
+		{"80", "lower", -1, "between 51 and 74, and 80 is outside"},
+		{"fifty", `"fifty" is not an integer`, -1, "Answer with a whole number alone"},
+		{"70", "correct", 1, ""},
+	} {
+		score, hint := spec.StepRule(gym.RuleInput{Instruction: instr, History: hist, Action: tc.action, NextState: tc.next})
+		if want := tc.score; score != want || !strings.Contains(hint, tc.hint) {
+			t.Errorf("guess %s after 50 higher, 75 lower: %d %q; want %d and a hint with %q", tc.action, score, hint, tc.score, tc.hint)
+		}
+	}
+	if score, _ := spec.StepRule(gym.RuleInput{Instruction: instr, Action: "50", NextState: "higher"}); score != 1 {
+		t.Errorf("the first guess 50 of 1..100 scored %d, want 1", score)
+	}
+}

@@ -109,8 +109,9 @@ type SampleOptions struct {
 	// error.
 	Tokenizer *tokenizer.Tokenizer
 	// KeepDropped keeps the samples the estimator drops (advantage 0):
-	// they still count in KL, entropy and SFT terms.
-	KeepDropped bool
+	// they still count in KL, entropy and SFT terms. KeepHinted keeps
+	// those of them that carry a hint: OPD still learns from them.
+	KeepDropped, KeepHinted bool
 }
 
 // FromSamples turns the gym's and the proxy's samples (slime's Sample, as
@@ -140,7 +141,8 @@ func FromSamples(samples []rl.Sample, opt SampleOptions) ([]Datum, Conversion, e
 			cv.Removed++
 			continue
 		}
-		if !adv[i].Keep && !opt.KeepDropped {
+		hinted := s.Metadata.OPD != nil && s.Metadata.OPD.Hint != ""
+		if !adv[i].Keep && !opt.KeepDropped && !(opt.KeepHinted && hinted) {
 			cv.Dropped++
 			continue
 		}

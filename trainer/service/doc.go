@@ -22,8 +22,10 @@
 // <|im_end|>, as the engine would have sampled it; the advantages come
 // from rl's estimators over the call's samples (grpo by default: give
 // whole groups); infrastructure failures (remove_sample, status aborted),
-// groups with nothing to learn and samples without a hint are counted in
-// the result, never dropped silently.
+// groups with no RL advantage (dropped unless the loss learns from them
+// otherwise: KL, entropy and SFT terms keep them all, OPD terms the hinted
+// ones) and samples without a hint are counted in the result, never
+// dropped silently.
 //
 // # Losses
 //

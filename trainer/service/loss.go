@@ -70,6 +70,24 @@ type needs struct {
 	old     bool // the old log-probs (OPD advantages need them before the pass)
 }
 
+// keeps says which samples with no RL advantage (a group whose rewards
+// are all equal) the loss still learns from: every one under a KL,
+// entropy or SFT term, the hinted ones under an OPD term.
+func (lc *LossConfig) keeps() (all, hinted bool) {
+	for _, t := range lc.Terms {
+		if t.Weight == 0 {
+			continue
+		}
+		switch {
+		case t.Kind == "kl" || t.Kind == "entropy" || t.Kind == "sft":
+			all = true
+		case t.Kind == "opd_top_k" || t.Advantage == "opd" || t.Advantage == "combined":
+			hinted = true
+		}
+	}
+	return all, hinted
+}
+
 // check validates the config and says what it needs.
 func (lc *LossConfig) check() (needs, error) {
 	var n needs

@@ -218,13 +218,14 @@ type ForwardBackwardResult struct {
 }
 
 // data resolves a request's data (s.mu held).
-func (s *Service) data(data []Datum, samples []rl.Sample, est string) ([]Datum, *Conversion, error) {
+func (s *Service) data(data []Datum, samples []rl.Sample, est string, keepDropped, keepHinted bool) ([]Datum, *Conversion, error) {
 	if (data == nil) == (samples == nil) {
 		return nil, nil, errors.New("give data or samples (one of them)")
 	}
 	var cv *Conversion
 	if samples != nil {
-		d, c, err := FromSamples(samples, SampleOptions{Estimator: est, Tokenizer: s.opt.Tokenizer})
+		d, c, err := FromSamples(samples, SampleOptions{Estimator: est, Tokenizer: s.opt.Tokenizer, KeepDropped: keepDropped,
+			KeepHinted: keepHinted})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -250,7 +251,10 @@ func (s *Service) ForwardBackward(ctx context.Context, req ForwardBackwardReques
 	if err != nil {
 		return ForwardBackwardResult{}, err
 	}
-	data, cv, err := s.data(req.Data, req.Samples, req.Estimator)
+	// A group whose rewards are all equal has no RL advantage, but the
+	// other terms (OPD's teacher, KL, entropy, SFT) still learn from it.
+	all, hinted := req.Loss.keeps()
+	data, cv, err := s.data(req.Data, req.Samples, req.Estimator, all, hinted)
 	if err != nil {
 		return ForwardBackwardResult{}, err
 	}

@@ -328,6 +328,13 @@ func TestSampleCounts(t *testing.T) {
 	if len(data) != 2 || cv.Removed != 1 || cv.Dropped != 2 || cv.NoHint != 2 || cv.Hinted != 0 {
 		t.Fatalf("conversion %+v with %d data: want 2 trained, 1 removed, 2 dropped (group 1's equal rewards), 2 without a hint", cv, len(data))
 	}
+	// Equal rewards with a hint: OPD still learns from them.
+	hinted := slices.Clone(samples)
+	hinted[4].Metadata.OPD = &rl.OPD{Hint: "say it plainly", TeacherPrompt: []rl.Message{{Role: "user", Content: "x"}}}
+	if _, cv, err := FromSamples(hinted, SampleOptions{KeepHinted: true, Tokenizer: nil}); err == nil || cv.Dropped != 1 {
+		// The hinted sample is kept, and its teacher context needs the tokenizer.
+		t.Fatalf("a hinted sample of a group with equal rewards under KeepHinted: %+v, %v; want it kept (and the tokenizer asked for)", cv, err)
+	}
 	m := newModel(t, 64, 4, 0.5)
 	s := newService(t, m, Options{})
 	res, err := s.ForwardBackward(ctx, ForwardBackwardRequest{Samples: samples, Loss: pgLoss(TermConfig{Kind: "policy_gradient", Name: "opd", Weight: 1, Advantage: "combined"})})
