@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,7 +38,6 @@ type scriptedPolicy interface {
 }
 
 var scripted = map[string]func() scriptedPolicy{
-	"guess-v1":    func() scriptedPolicy { return &bisect{} },
 	"echo-v1":     func() scriptedPolicy { return &chatter{} },
 	"terminal-v1": func() scriptedPolicy { return &oracle{} },
 }
@@ -152,32 +150,6 @@ func (o *oracle) available(ctx context.Context) error {
 		return err
 	}
 	return b.Close(ctx)
-}
-
-// bisect plays guess-v1 by binary search on the "higher"/"lower" next states.
-type bisect struct{ lo, hi, last int }
-
-func (b *bisect) start(res gym.ResetResult) {
-	b.lo, b.hi = 1, 100
-	if v, ok := res.Info["low"].(float64); ok {
-		b.lo = int(v)
-	}
-	if v, ok := res.Info["high"].(float64); ok {
-		b.hi = int(v)
-	}
-}
-
-func (b *bisect) act(last *gym.StepResult) gym.Action {
-	if last != nil {
-		switch last.Observation.Text() {
-		case "higher":
-			b.lo = b.last + 1
-		case "lower":
-			b.hi = b.last - 1
-		}
-	}
-	b.last = (b.lo + b.hi) / 2
-	return gym.TextAction(strconv.Itoa(b.last))
 }
 
 // chatter says three things to echo-v1, then "/done".

@@ -70,6 +70,43 @@ func guessTask(id string, lo, hi, steps int, split string) gym.Task {
 
 func (guessKind) New(context.Context) (gym.Env, error) { return &guess{}, nil }
 
+// Oracle implements gym.OracleKind: binary search on the feedback, from
+// the task's range, each guess the middle of what is left.
+func (guessKind) Oracle(task *gym.Task) (gym.Oracle, error) {
+	d := GuessData{Low: 1, High: 100}
+	if len(task.Data) > 0 {
+		if err := json.Unmarshal(task.Data, &d); err != nil {
+			return nil, fmt.Errorf("guess-v1 task %s: %w", task.ID, err)
+		}
+	}
+	return &bisect{lo: d.Low, hi: d.High}, nil
+}
+
+// bisect is guess-v1's oracle.
+type bisect struct {
+	lo, hi, last int
+	started      bool
+}
+
+func (b *bisect) Next(obs gym.Observation, _ gym.Info) (gym.Action, bool, error) {
+	if b.started {
+		switch strings.TrimSpace(obs.Text()) {
+		case "higher":
+			b.lo = b.last + 1
+		case "lower":
+			b.hi = b.last - 1
+		default:
+			return gym.Action{}, true, nil // correct, or nothing left to try
+		}
+	}
+	if b.lo > b.hi {
+		return gym.Action{}, true, nil
+	}
+	b.started = true
+	b.last = b.lo + (b.hi-b.lo)/2
+	return gym.TextAction(strconv.Itoa(b.last)), false, nil
+}
+
 var rangeRE = regexp.MustCompile(`between (-?\d+) and (-?\d+)`)
 
 // guessRule is guess-v1's step rule, a process reward from the feedback
