@@ -5,8 +5,8 @@
 // benchmarks and rollout batches: K samples per task, N episodes in
 // flight, resumable run directories. `nextstate run` is built on it; its
 // episodes carry what a trainer wants of them (each step's prompt,
-// response, and token ids and log-probs when the endpoint gives them), but
-// no trainer drives it yet.
+// response, token ids, log-probs and weight version when the endpoint
+// gives them), and `nextstate train` drives it (package train).
 //
 // # Playing an episode
 //
@@ -169,6 +169,15 @@
 // the same way. A directory holding a run of another model, oracle mode or
 // seed is refused. Summarize gives pass@1 and unbiased pass@k (PassAtK)
 // per task, averaged over tasks, infrastructure errors left out.
+//
+// # Demonstrations
+//
+// Demonstration turns a recorded episode (an oracle's trajectory from
+// `nextstate run --oracle`) into the prompts an Agent with the same
+// settings would have sent and the replies that make it take the recorded
+// actions (text, or tool calls as <tool_call> blocks): supervised
+// fine-tuning on them (`nextstate sft`) teaches a model to act as the
+// demonstrator in exactly the prompts it will see when it plays.
 //
 // Concurrency: an Agent is safe for concurrent use, each Play one
 // episode. A Runner's Run is called once at a time; its Progress func is
