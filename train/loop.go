@@ -243,6 +243,9 @@ func (l *Loop) Run(ctx context.Context) (Summary, error) {
 			}
 			pending = nil
 		}
+		if err := WriteReport(l.cfg.Dir, b < l.cfg.Steps); err != nil {
+			l.log.Warn("train: writing the report", "err", err)
+		}
 		if l.cfg.Progress != nil {
 			progressLine(l.cfg.Progress, m, l.cfg.Steps, em)
 		}
@@ -272,6 +275,9 @@ func (l *Loop) step(ctx context.Context, b int, r rollout, bs *batchSamples) (Me
 	m := Metrics{Kind: "step", Step: b, Time: time.Now().UTC(), Missing: bs.missing, Update: map[string]float64{}}
 	trainedAt := l.newest()
 	m.batchStats(bs.samples, trainedAt)
+	if err := l.audit(b, trainedAt, r, bs.samples); err != nil {
+		l.log.Warn("train: writing the signal audit", "step", b, "err", err)
+	}
 	if r.elapsed > 0 {
 		m.RolloutSeconds = r.elapsed.Seconds()
 		m.EpisodesPerS = float64(len(r.rows)) / m.RolloutSeconds

@@ -88,6 +88,28 @@ func TestLoopRaisesTheReward(t *testing.T) {
 	if !strings.Contains(progress.String(), "step 12/12") || !strings.Contains(progress.String(), "held-out pass@1") {
 		t.Errorf("progress lines:\n%s", progress.String())
 	}
+	// The report and the signal audit: every step's turns, with versions.
+	audit, err := ReadAudit(cfg.Dir)
+	if err != nil || len(audit) < 12*2 {
+		t.Fatalf("audit: %d turns, %v; want a few per step", len(audit), err)
+	}
+	for _, a := range audit {
+		if a.Version == nil || a.Trial == "" || a.Trajectory == "" {
+			t.Errorf("audited turn %+v lacks its version, trial or trajectory", a)
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(cfg.Dir, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Held-out pass@1", "Signal audit", "next state:", "<svg", "step 12 · "} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	if strings.Contains(string(page), `http-equiv="refresh"`) {
+		t.Error("the finished run's report still refreshes itself")
+	}
 	st, err := readState(cfg.Dir)
 	if err != nil || st.Steps != 12 || st.TrainingState == "" {
 		t.Errorf("state.json %+v, %v; want 12 steps and a training state", st, err)

@@ -5,6 +5,8 @@
 //	serve-model  serve a local Qwen3 model over an OpenAI-compatible API
 //	serve-trainer  serve the training API (forward_backward, optim_step,
 //	             weight versions, sample) and the newest version's OpenAI API
+//	sft          supervised fine-tuning on demonstrations (a warm start),
+//	             or a model made from scratch with a pruned tokenizer
 //	train        train a policy by RL on the gym's envs: serve it, play
 //	             episodes, judge them, update it, all at once; resumable
 //	envs         list the env kinds compiled in
@@ -57,7 +59,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServe(), newServeModel(), newServeTrainer(), newTrain(), newEnvs(), newTasks(), newExport(), newBench(), newDemo(), newRun(), newSWE(), newProxy(), newImage(), newVersion())
+	root.AddCommand(newServe(), newServeModel(), newServeTrainer(), newTrain(), newSFT(), newEnvs(), newTasks(), newExport(), newBench(), newDemo(), newRun(), newSWE(), newProxy(), newImage(), newVersion())
 	return root
 }
 

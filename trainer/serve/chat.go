@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -277,4 +279,29 @@ func itoa(i int) string {
 		b = append([]byte{byte('0' + i%10)}, b...)
 	}
 	return string(b)
+}
+
+// RenderChat renders a chat request's messages and tools (OpenAI's JSON
+// shapes) to the prompt text the server would generate from, generation
+// prompt included: what a model trained to answer such requests (by
+// supervised fine-tuning on demonstrations) must see.
+func RenderChat(messages, tools json.RawMessage) (string, error) {
+	var ms []chatMessage
+	if err := json.Unmarshal(messages, &ms); err != nil {
+		return "", fmt.Errorf("messages: %w", err)
+	}
+	var ts []json.RawMessage
+	if len(tools) > 0 && string(tools) != "null" {
+		if err := json.Unmarshal(tools, &ts); err != nil {
+			return "", fmt.Errorf("tools: %w", err)
+		}
+	}
+	msgs := make([]tokenizer.Message, len(ms))
+	for i, m := range ms {
+		var err error
+		if msgs[i], err = m.toTemplate(); err != nil {
+			return "", fmt.Errorf("messages[%d]: %w", i, err)
+		}
+	}
+	return tokenizer.ApplyChatTemplate(msgs, ts, tokenizer.ChatOptions{AddGenerationPrompt: true})
 }

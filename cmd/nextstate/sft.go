@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nextstate-rl/nextstate/agent"
+	"github.com/nextstate-rl/nextstate/agent/report"
+	"github.com/nextstate-rl/nextstate/agent/rundir"
+	"github.com/nextstate-rl/nextstate/gym"
+	"github.com/nextstate-rl/nextstate/trainer"
+	"github.com/nextstate-rl/nextstate/trainer/cpu"
+	"github.com/nextstate-rl/nextstate/trainer/safetensors"
+	"github.com/nextstate-rl/nextstate/trainer/serve"
+	"github.com/nextstate-rl/nextstate/trainer/service"
+	"github.com/nextstate-rl/nextstate/trainer/tokenizer"
+)
+
+type sftFlags struct {
+	demos                       []string
+	model, init, tokenizer, out string
+	steps, batch, maxDemos      int
+	lr                          float64
+	seed                        uint64
+}
+
+// initShapes are the model shapes `sft --init` makes from scratch: vocab
+// is the pruned tokenizer's.
+var initShapes = map[string]func(vocab int) trainer.Config{
+	"tiny":  func(v int) trainer.Config { return qwen3Shape(v, 128, 384, 4, 4, 2, 32, true) },
+	"small": func(v int) trainer.Config { return qwen3Shape(v, 256, 768, 6, 4, 2, 64, true) },
+}
+
+func newSFT() *cobra.Command {
+	var f sftFlags
+	c := &cobra.Command{
+		Use:   "sft --demos RUN_DIR (--model DIR | --init tiny --tokenizer FILE) --out DIR",
+		Short: "Supervised fine-tuning on demonstrations (the oracles' runs): a warm start for RL",
+		Long: `Fine-tune a model on the passed trials of run directories (nextstate run --oracle
+writes them): each turn becomes the prompt an agent would have sent (agent.Demonstration:
+the same system prompt, history and tools as nextstate run and train) and the reply that
+takes the recorded action, trained by cross-entropy on the reply. The result is a model
+folder that serve-model and train load.
+
+--init makes the model from scratch: the tokenizer (--tokenizer, a Hugging Face
+tokenizer.json such as Qwen3's) pruned to the tokens the demonstrations use (ids
+remapped; any other text still encodes, from bytes up), and a randomly initialised
+Qwen3 of that vocabulary (tiny: 4 layers of 128; small: 6 of 256).`,
+		Example: `  nextstate run --oracle --suite guess-v1 --split train -k 8 --out runs/demos
+  nextstate sft --demos runs/demos --init tiny --tokenizer tokenizer.json --steps 200 --out models/warm`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSFT(cmd.Context(), cmd.OutOrStdout(), f) },
+	}
+	fl := c.Flags()
+	fl.StringArrayVar(&f.demos, "demos", nil, "a run directory of demonstrations (repeatable); its passed trials are used")
+	fl.StringVar(&f.model, "model", "", "the model folder to fine-tune")
+	fl.StringVar(&f.init, "init", "", "make the model from scratch in this shape: tiny or small (with --tokenizer)")
+	fl.StringVar(&f.tokenizer, "tokenizer", "", "with --init: the tokenizer.json to prune to the demonstrations' tokens")
+	fl.StringVar(&f.out, "out", "", "the model folder to write")
+	fl.IntVar(&f.steps, "steps", 100, "optimizer steps")
+	fl.IntVar(&f.batch, "batch", 16, "turns per step, drawn at random")
+	fl.IntVar(&f.maxDemos, "max-demos", 0, "use only the first this many demonstrations (0: all)")
+	fl.Float64Var(&f.lr, "lr", 1e-3, "AdamW learning rate")
+	fl.Uint64Var(&f.seed, "seed", 1, "initialisation and sampling seed")
+	return c
+}
+
+// demoTurn is one demonstration turn, rendered.
+type demoTurn struct{ prompt, response string }
+
+// loadDemos reads the passed trials of the run directories as rendered
+// prompts and replies.
+func loadDemos(dirs []string, maxDemos int) ([]demoTurn, int, error) {
+	var out []demoTurn
+	n := 0
+	for _, dir := range dirs {
+		res, err := rundir.ReadResultsFile(filepath.Join(dir, rundir.ResultsFile))
+		if err != nil {
+			return nil, 0, fmt.Errorf("--demos %s: %w", dir, err)
+		}
+		for i := range res.Rows {
+			row := &res.Rows[i]
+			if row.Status != rundir.StatusPassed {
+				continue
+			}
+			if maxDemos > 0 && n >= maxDemos {
+				return out, n, nil
+			}
+			tr, err := report.ReadTrajectory(dir, row)
+			if err != nil {
+				return nil, 0, fmt.Errorf("--demos %s: %w", dir, err)
+			}
+			reset := gym.ResetResult{Task: tr.Task, Instruction: tr.Instruction, Observation: tr.Reset.Observation, Info: tr.Reset.Info}
+			turns, err := agent.Demonstration(agent.Config{}, reset, tr.Steps)
+			if err != nil {
+				return nil, 0, fmt.Errorf("--demos %s, trial %s: %w", dir, row.TrialID, err)
+			}
+			for _, t := range turns {
+				p, err := serve.RenderChat(t.Messages, t.Tools)
+				if err != nil {
+					return nil, 0, fmt.Errorf("--demos %s, trial %s: %w", dir, row.TrialID, err)
+				}
+				out = append(out, demoTurn{prompt: p, response: t.Response})
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, 0, fmt.Errorf("--demos %s: no passed trial to learn from", strings.Join(dirs, ", "))
+	}
+	return out, n, nil
+}
+
+func runSFT(ctx context.Context, stdout io.Writer, f sftFlags) error {
+	switch {
+	case len(f.demos) == 0:
+		return errors.New("--demos is required: a run directory of demonstrations (nextstate run --oracle)")
+	case f.out == "":
+		return errors.New("--out is required: the model folder to write")
+	case (f.model == "") == (f.init == ""):
+		return errors.New("give --model (a folder to fine-tune) or --init (a shape to make from scratch), one of them")
+	case f.init != "" && f.tokenizer == "":
+		return errors.New("--init needs --tokenizer, the tokenizer.json to prune")
+	case f.steps < 1 || f.batch < 1:
+		return errors.New("--steps and --batch must be at least 1")
+	}
+	demos, trials, err := loadDemos(f.demos, f.maxDemos)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return err
+	}
+	be := cpu.New()
+	var m *trainer.Model
+	var tok *tokenizer.Tokenizer
+	if f.init != "" {
+		shape, ok := initShapes[f.init]
+		if !ok {
+			return fmt.Errorf("--init %q: want tiny or small", f.init)
+		}
+		b, err := os.ReadFile(f.tokenizer)
+		if err != nil {
+			return fmt.Errorf("--tokenizer: %w", err)
+		}
+		full, err := tokenizer.Parse(b)
+		if err != nil {
+			return fmt.Errorf("--tokenizer %s: %w", f.tokenizer, err)
+		}
+		corpus := make([]string, 0, 2*len(demos))
+		for _, d := range demos {
+			corpus = append(corpus, d.prompt, d.response)
+		}
+		pruned, err := full.Prune(corpus)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(f.out, "tokenizer.json"), pruned.JSON, 0o644); err != nil {
+			return err
+		}
+		if tok, err = tokenizer.Parse(pruned.JSON); err != nil {
+			return err
+		}
+		eos, ok := tok.TokenID("<|im_end|>")
+		if !ok {
+			return fmt.Errorf("--tokenizer %s has no <|im_end|> token: not a Qwen chat tokenizer", f.tokenizer)
+		}
+		cfg := shape(tok.VocabSize())
+		cfg.EOSTokenID = float64(eos)
+		if m, err = trainer.New(cfg, be); err != nil {
+			return err
+		}
+		m.InitRandom(f.seed, 0.02)
+		fmt.Fprintf(stdout, "nextstate sft: a %s Qwen3 from scratch (%d parameters), its tokenizer pruned from %d to %d tokens\n",
+			f.init, cfg.NumParams(), full.VocabSize(), tok.VocabSize())
+	} else {
+		if m, err = trainer.Load(f.model, be); err != nil {
+			return err
+		}
+		if tok, err = tokenizer.Load(f.model); err != nil {
+			return err
+		}
+		b, err := os.ReadFile(filepath.Join(f.model, "tokenizer.json"))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(f.out, "tokenizer.json"), b, 0o644); err != nil {
+			return err
+		}
+	}
+	defer m.Close()
+	end, _ := tok.TokenID("<|im_end|>")
+	data := make([]service.Datum, len(demos))
+	tokens := 0
+	for i, d := range demos {
+		p := tok.Encode(d.prompt)
+		r := append(tok.Encode(d.response), end)
+		data[i] = service.Datum{Tokens: append(p, r...), ResponseLength: len(r)}
+		tokens += len(r)
+	}
+	svc, err := service.New(m, service.Options{Training: trainer.TrainOptions{Seed: f.seed}, Tokenizer: tok})
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	fmt.Fprintf(stdout, "nextstate sft: %d turns of %d demonstrations (%d reply tokens); %d steps of %d turns\n",
+		len(data), trials, tokens, f.steps, f.batch)
+	rng := rand.New(rand.NewPCG(f.seed, 0x736674))
+	loss := service.LossConfig{Terms: []service.TermConfig{{Kind: "sft", Weight: 1}}}
+	begin := time.Now()
+	var sum float64
+	n := 0
+	for step := 1; step <= f.steps; step++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		batch := make([]service.Datum, f.batch)
+		for i := range batch {
+			batch[i] = data[rng.IntN(len(data))]
+		}
+		res, err := svc.ForwardBackward(ctx, service.ForwardBackwardRequest{Data: batch, Loss: loss})
+		if err != nil {
+			return err
+		}
+		if _, err := svc.OptimStep(ctx, service.AdamParams{LR: f.lr, MaxGradNorm: 1}); err != nil {
+			return err
+		}
+		sum += res.Metrics["loss/sft"]
+		n++
+		if step%max(f.steps/10, 1) == 0 || step == f.steps {
+			fmt.Fprintf(stdout, "step %d/%d  loss %.4f  %.1fs\n", step, f.steps, sum/float64(n), time.Since(begin).Seconds())
+			sum, n = 0, 0
+		}
+	}
+	if err := m.Save(f.out, safetensors.F32, 0); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "nextstate sft: wrote %s\n", f.out)
+	return nil
+}
