@@ -30,7 +30,7 @@ type Audit struct {
 	Trial     string `json:"trial"`
 	Turn      int    `json:"turn"` // the env step, from 1
 	Session   string `json:"session"`
-	Version   *int   `json:"version"`   // the weight version that produced the reply
+	Version   *int   `json:"version"`    // the weight version that produced the reply
 	TrainedAt int    `json:"trained_at"` // the version it was trained at
 	// Prompt is the context's last message (what the turn answered);
 	// Response the reply.
