@@ -51,6 +51,10 @@ type Config struct {
 	Eval      []gym.Task
 	EvalSuite map[string]string
 	EvalEvery int
+	// EvalK plays each held-out task that many times (default 1), each with
+	// its own seed (a held-out secret, say); pass@1 is then over the
+	// episodes, its interval bootstrapped over them.
+	EvalK int
 	// GroupSize is K, the episodes per task in a batch (a GRPO group;
 	// default 4); Groups the tasks per batch (default 4, at most the tasks
 	// there are). One batch is one optimizer step.
@@ -125,6 +129,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = 8
+	}
+	if c.EvalK <= 0 {
+		c.EvalK = 1
 	}
 	switch c.MaxStaleness {
 	case 0:

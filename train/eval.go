@@ -11,14 +11,14 @@ import (
 	"github.com/nextstate-rl/nextstate/agent/rundir"
 )
 
-// evaluate plays the held-out tasks once each at temperature 0 on the
+// evaluate plays the held-out tasks EvalK times each at temperature 0 on the
 // newest version (no version is published while it runs: it runs between
 // steps), as `nextstate run` would, into eval/step-NNNNNN.
 func (l *Loop) evaluate(ctx context.Context, step int) (*EvalMetrics, error) {
 	begin := time.Now()
 	dir := filepath.Join(l.cfg.Dir, "eval", fmt.Sprintf("step-%06d", step))
 	version := l.newest()
-	r := &agent.Runner{Client: l.cfg.Gym, Agent: l.greedy, Tasks: l.cfg.Eval, Known: l.cfg.Known, K: 1,
+	r := &agent.Runner{Client: l.cfg.Gym, Agent: l.greedy, Tasks: l.cfg.Eval, Known: l.cfg.Known, K: l.cfg.EvalK,
 		Concurrency: l.cfg.Concurrency, Seed: l.cfg.Seed, PassThreshold: l.cfg.PassThreshold, Dir: dir,
 		Info: rundir.RunInfo{Run: fmt.Sprintf("%s/eval-%06d", l.run, step), Model: l.cfg.Policy.Model,
 			BaseURL: l.cfg.Policy.BaseURL, Temperature: l.greedy.Temperature(), MaxTurns: l.cfg.Policy.MaxTurns},

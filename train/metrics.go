@@ -131,8 +131,9 @@ type EvalMetrics struct {
 	Step    int       `json:"step"`
 	Version int       `json:"version"`
 	Time    time.Time `json:"time"`
-	// Pass1 is pass@1 over every held-out task, with its bootstrap
-	// interval (95%, over tasks); Suites the same per suite.
+	// Pass1 is pass@1 over every held-out episode (EvalK per task), with
+	// its bootstrap interval (95%, over the episodes); Suites the same per
+	// suite.
 	Pass1   Estimate            `json:"pass1"`
 	Suites  map[string]Estimate `json:"suites"`
 	Trials  int                 `json:"trials"`

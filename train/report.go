@@ -60,8 +60,7 @@ func ReadAudit(dir string) ([]Audit, error) {
 // auditView is an Audit with its next state read from its trajectory.
 type auditView struct {
 	Audit
-	NextState string
-	Staleness string
+	NextState, Staleness, ProcessText string
 }
 
 type reportData struct {
@@ -145,7 +144,10 @@ func WriteReport(dir string, running bool) error {
 	)
 	trajs := map[string]*rundir.Trajectory{}
 	for _, a := range audit {
-		v := auditView{Audit: a, Staleness: "unknown"}
+		v := auditView{Audit: a, Staleness: "unknown", ProcessText: "not judged"}
+		if a.Process != nil {
+			v.ProcessText = fmt.Sprintf("%+g", *a.Process)
+		}
 		if a.Version != nil {
 			v.Staleness = fmt.Sprint(a.TrainedAt - *a.Version)
 		}
@@ -232,8 +234,8 @@ func lineChart(title string, x []float64, lines []line) template.HTML {
 	for _, v := range []float64{ymin, (ymin + ymax) / 2, ymax} {
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" class="tick" text-anchor="end">%s</text>`, left-4, py(v)+4, num(v))
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" class="tick">%s</text>`, left, h-bottom+14, num(xmin))
-	fmt.Fprintf(&b, `<text x="%d" y="%d" class="tick" text-anchor="end">%s</text>`, w-right, h-bottom+14, num(xmax))
+	fmt.Fprintf(&b, `<text x="%d" y="%d" class="tick">%g</text>`, left, h-bottom+14, xmin)
+	fmt.Fprintf(&b, `<text x="%d" y="%d" class="tick" text-anchor="end">%g</text>`, w-right, h-bottom+14, xmax)
 	for i, l := range lines {
 		color := palette[i%len(palette)]
 		if l.lo != nil {

@@ -9,6 +9,7 @@
 //	             or a model made from scratch with a pruned tokenizer
 //	train        train a policy by RL on the gym's envs: serve it, play
 //	             episodes, judge them, update it, all at once; resumable
+//	train-report rewrite train runs' reports and compare them
 //	envs         list the env kinds compiled in
 //	tasks        list built-in tasks and suites; validate terminal task folders
 //	export       write trajectories out of the store
@@ -59,7 +60,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServe(), newServeModel(), newServeTrainer(), newTrain(), newSFT(), newEnvs(), newTasks(), newExport(), newBench(), newDemo(), newRun(), newSWE(), newProxy(), newImage(), newVersion())
+	root.AddCommand(newServe(), newServeModel(), newServeTrainer(), newTrain(), newTrainReport(), newSFT(), newEnvs(), newTasks(), newExport(), newBench(), newDemo(), newRun(), newSWE(), newProxy(), newImage(), newVersion())
 	return root
 }
 

@@ -35,6 +35,7 @@ type trainFlags struct {
 	suites, settings                                         []string
 	mix                                                      map[string]string
 	rank, k, groups, steps, staleness, concurrency, evalEach int
+	evalK                                                    int
 	saveEvery, maxTokens, maxTurns, budget, maxBatch         int
 	alpha, lr, temperature, maxGradNorm, weightDecay, pass   float64
 	seed                                                     int64
@@ -91,6 +92,7 @@ by the flags' names; the command line wins.`,
 	fl.StringVar(&f.trainSplit, "train-split", "train", "the tasks trained on")
 	fl.StringVar(&f.evalSplit, "eval-split", "test", "the held-out tasks evaluated (\"\" or none: no evaluation)")
 	fl.IntVar(&f.evalEach, "eval-every", 10, "evaluate every this many steps (0: only before the first and after the last)")
+	fl.IntVar(&f.evalK, "eval-k", 1, "episodes per held-out task in an evaluation, each with its own seed")
 	fl.IntVarP(&f.k, "k", "k", 4, "episodes per task in a batch (a GRPO group)")
 	fl.IntVar(&f.groups, "groups", 4, "tasks per batch (one batch per step)")
 	fl.IntVar(&f.steps, "steps", 20, "optimizer steps (batches) of the whole run")
@@ -400,7 +402,7 @@ func runTrain(ctx context.Context, stdout, stderr io.Writer, f trainFlags) error
 	}
 	temp := f.temperature
 	cfg := train.Config{Gym: gymClient, Trainer: svc, Tasks: tasks, Known: known, Mix: mix, Eval: eval, EvalSuite: evalSuite,
-		EvalEvery: f.evalEach, GroupSize: f.k, Groups: f.groups, Steps: f.steps, MaxStaleness: f.staleness, Concurrency: f.concurrency,
+		EvalEvery: f.evalEach, EvalK: f.evalK, GroupSize: f.k, Groups: f.groups, Steps: f.steps, MaxStaleness: f.staleness, Concurrency: f.concurrency,
 		Loss: loss, Estimator: f.estimator, Adam: service.AdamParams{LR: f.lr, WeightDecay: f.weightDecay, MaxGradNorm: f.maxGradNorm},
 		SaveEvery: f.saveEvery, SampleTimeout: f.sampleTimeout, PassThreshold: f.pass, Dir: f.out, Seed: f.seed, Progress: stdout,
 		Logger: log,
@@ -435,4 +437,33 @@ func runTrain(ctx context.Context, stdout, stderr io.Writer, f trainFlags) error
 			sum.First.Pass1.Low, sum.First.Pass1.High, sum.Last.Pass1.Mean, sum.Last.Pass1.Low, sum.Last.Pass1.High)
 	}
 	return nil
+}
+
+func newTrainReport() *cobra.Command {
+	var svg string
+	c := &cobra.Command{
+		Use:   "train-report RUN_DIR [RUN_DIR ...]",
+		Short: "Rewrite train runs' report.html and compare them: a Markdown table, a chart of held-out pass@1",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, dirs []string) error {
+			var runs []train.RunSummary
+			for _, d := range dirs {
+				if err := train.WriteReport(d, false); err != nil {
+					return fmt.Errorf("%s: %w", d, err)
+				}
+				s, err := train.Summarize(d)
+				if err != nil {
+					return fmt.Errorf("%s: %w", d, err)
+				}
+				runs = append(runs, s)
+			}
+			train.WriteComparison(cmd.OutOrStdout(), runs)
+			if svg != "" {
+				return os.WriteFile(svg, []byte(train.ComparisonChart(runs)), 0o644)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&svg, "svg", "", "write the chart of held-out pass@1 by step to this SVG file")
+	return c
 }
