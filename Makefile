@@ -9,7 +9,7 @@ FUZZTIME  ?= 10s
 PYTHON    ?= /usr/bin/python3
 PKGS      := ./...
 
-.PHONY: all deps build image demo test unit race fuzz python-test leaks leaks-start bench bench-ws bench-sandbox vet clean
+.PHONY: all deps build image demo learn test unit race fuzz python-test leaks leaks-start bench bench-ws bench-sandbox vet clean
 
 all: build
 
@@ -26,9 +26,20 @@ image: build
 	$(BIN) image build $(IMAGE_FLAGS)
 
 # The main job on embedded defaults: a server on loopback with a temporary
-# store, a scripted agent over every built-in env, and a report.
+# store, a scripted agent over every built-in env, and a report; then a short
+# training run (a tiny model from scratch, warm-started on the oracle's
+# demonstrations of guess-v1, a few RL steps) with its report.html.
+DEMO_LEARN ?= $(or $(TMPDIR),/tmp)/nextstate-demo-learn
 demo: build
 	$(BIN) demo
+	rm -rf $(DEMO_LEARN)
+	SHORT=1 OUT=$(DEMO_LEARN) BIN=$(BIN) scripts/learn.sh
+
+# Learning shown on this machine: SFT from scratch, then RL on guess-v1 and
+# the code interpreter's additions with three signals (outcome; + process
+# rewards; + OPD), held-out pass@1 before and after (runs/learn, learn.svg).
+learn: build
+	BIN=$(BIN) scripts/learn.sh
 
 # The whole suite: vet, every test (with the race detector), and a short fuzz
 # run of the wire decoder. Nothing skips in CI: deps.sh installs every

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -69,7 +70,7 @@ Qwen3 of that vocabulary (tiny: 4 layers of 128; small: 6 of 256).`,
 	fl.IntVar(&f.steps, "steps", 100, "optimizer steps")
 	fl.IntVar(&f.batch, "batch", 16, "turns per step, drawn at random")
 	fl.IntVar(&f.maxDemos, "max-demos", 0, "use only the first this many demonstrations (0: all)")
-	fl.Float64Var(&f.lr, "lr", 1e-3, "AdamW learning rate")
+	fl.Float64Var(&f.lr, "lr", 1e-3, "AdamW's peak learning rate (warm-up over the first tenth of the steps, then cosine decay)")
 	fl.Uint64Var(&f.seed, "seed", 1, "initialisation and sampling seed")
 	return c
 }
@@ -231,7 +232,12 @@ func runSFT(ctx context.Context, stdout io.Writer, f sftFlags) error {
 		if err != nil {
 			return err
 		}
-		if _, err := svc.OptimStep(ctx, service.AdamParams{LR: f.lr, MaxGradNorm: 1}); err != nil {
+		// Warm-up over the first tenth, then cosine decay.
+		lr := f.lr * 0.5 * (1 + math.Cos(math.Pi*float64(step-1)/float64(f.steps)))
+		if warm := max(f.steps/10, 1); step <= warm {
+			lr *= float64(step) / float64(warm)
+		}
+		if _, err := svc.OptimStep(ctx, service.AdamParams{LR: lr, MaxGradNorm: 1}); err != nil {
 			return err
 		}
 		sum += res.Metrics["loss/sft"]
