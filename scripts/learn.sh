@@ -23,15 +23,21 @@ else
 fi
 mkdir -p "$OUT"
 
-# Demonstrations: the oracles' episodes of the training tasks.
-$BIN run --oracle $SUITES --split train -k 4 --seed "$SEED" --out "$OUT/demos" >/dev/null
+# Demonstrations: the oracles' episodes of the training tasks (guess-v1's
+# differ by secret, so eight of each; an addition is the same every time).
+$BIN run --oracle --suite examples/learn/guess.jsonl --split train -k 8 --seed "$SEED" --out "$OUT/demos-guess" >/dev/null
+demos="--demos $OUT/demos-guess"
+case $SUITES in *add.jsonl*)
+  $BIN run --oracle --suite examples/learn/add.jsonl --split train -k 1 --seed "$SEED" --out "$OUT/demos-add" >/dev/null
+  demos="$demos --demos $OUT/demos-add" ;;
+esac
 # The warm start: a model from scratch, its tokenizer pruned to the demonstrations'.
 [ -f "$OUT/warm/model.safetensors" ] ||
-  $BIN sft --demos "$OUT/demos" --init tiny --tokenizer "$TOK" --steps "$SFT_STEPS" --batch 16 --lr 2e-3 \
+  $BIN sft $demos --init tiny --tokenizer "$TOK" --steps "$SFT_STEPS" --batch 16 --lr 2e-3 \
     --seed "$SEED" --out "$OUT/warm"
 
 common="$SUITES --model $OUT/warm --steps $RL_STEPS -k 8 --groups 4 --lr 3e-4 --max-tokens 40 --max-turns 6
-  --eval-every 10 --eval-k 4 --seed $SEED"
+  --eval-every 10 --seed $SEED"
 dirs=""
 for run in $RUNS; do
   case $run in
