@@ -257,6 +257,11 @@ func (l *Loop) Run(ctx context.Context) (Summary, error) {
 	for _, p := range pending {
 		p.close()
 	}
+	if sum.First == nil { // a resumed run: its first evaluation is on record
+		if _, evals, err := ReadMetrics(l.cfg.Dir); err == nil && len(evals) > 0 {
+			sum.First = &evals[0]
+		}
+	}
 	return stop(nil)
 }
 
