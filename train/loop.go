@@ -289,10 +289,14 @@ func (l *Loop) step(ctx context.Context, b int, r rollout, bs *batchSamples) (Me
 		m.TokensPerS = float64(m.GeneratedTokens) / m.RolloutSeconds
 	}
 	begin := time.Now()
-	fb, err := l.cfg.Trainer.ForwardBackward(ctx, service.ForwardBackwardRequest{Samples: bs.samples,
-		Estimator: l.cfg.Estimator, Loss: l.cfg.Loss})
-	if err != nil {
-		return m, fmt.Errorf("train: step %d: forward_backward: %w", b, err)
+	var fb service.ForwardBackwardResult
+	if len(bs.samples) > 0 { // none: every trial failed before the env took a step
+		var err error
+		fb, err = l.cfg.Trainer.ForwardBackward(ctx, service.ForwardBackwardRequest{Samples: bs.samples,
+			Estimator: l.cfg.Estimator, Loss: l.cfg.Loss})
+		if err != nil {
+			return m, fmt.Errorf("train: step %d: forward_backward: %w", b, err)
+		}
 	}
 	m.Loss, m.Conversion, m.Tokens = finite(fb.Loss), fb.Conversion, fb.Tokens
 	for k, v := range fb.Metrics {

@@ -283,3 +283,41 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// strict-v1 takes tool calls only, so a model that answers in text has
+// every action refused before the env sees it: its trials end as agent
+// errors with no step, and give no sample.
+type strictKind struct{}
+
+func (strictKind) Spec() gym.Spec {
+	return gym.Spec{Name: "strict-v1", Description: "Takes tool calls only.",
+		ActionSchema: gym.PartsSchema(1, 1, gym.PartToolCall), ObservationSchema: gym.PartsSchema(1, 1, gym.PartText),
+		Limits: gym.Limits{MaxSteps: 1, StepTimeout: gym.Duration(10 * time.Second)},
+		Tasks:  []gym.Task{{ID: "strict-0", Env: "strict-v1", Split: "train", Instruction: "Call a tool."}}}
+}
+
+func (strictKind) New(context.Context) (gym.Env, error) { return &first{}, nil }
+
+func init() { gym.Register(strictKind{}) }
+
+// A batch without a single sample (every action refused) is a step with
+// nothing to learn: the loop records it and goes on.
+func TestLoopBatchWithoutSamples(t *testing.T) {
+	root := t.TempDir()
+	r := newRig(t, tinyModel(t), filepath.Join(root, "gym"), filepath.Join(root, "states"))
+	cfg := loopConfig(r, t, filepath.Join(root, "run"), 2)
+	cfg.Tasks, cfg.Eval, cfg.Known = []Task{{Task: strictKind{}.Spec().Tasks[0], Suite: "strict-v1"}}, nil, map[string]bool{"strict-0": true}
+	cfg.GroupSize, cfg.Groups = 2, 1
+	var steps []Metrics
+	cfg.OnStep = func(m Metrics) { steps = append(steps, m) }
+	l, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != 2 || steps[1].Trained || steps[1].Samples != 0 || steps[1].Version != 0 {
+		t.Fatalf("steps %+v; want two recorded, untrained, without samples", steps)
+	}
+}
