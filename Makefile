@@ -28,7 +28,9 @@ image: build
 # The main job on embedded defaults: a server on loopback with a temporary
 # store, a scripted agent over every built-in env, and a report; then a short
 # training run (a tiny model from scratch, warm-started on the oracle's
-# demonstrations of guess-v1, a few RL steps) with its report.html.
+# demonstrations of guess-v1, 12 RL steps, two minutes here) with its
+# report.html. At these settings its reward does not rise yet (README,
+# "Learning, shown on this machine").
 DEMO_LEARN ?= $(or $(TMPDIR),/tmp)/nextstate-demo-learn
 demo: build
 	$(BIN) demo
