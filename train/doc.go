@@ -63,5 +63,18 @@
 // per evaluation (EvalMetrics: held-out pass@1 with 95% bootstrap
 // intervals over tasks, overall and per suite, played at temperature 0
 // into eval/step-NNNNNN before the first step, every EvalEvery steps and
-// after the last).
+// after the last, EvalK episodes per task). audit.jsonl (ReadAudit) keeps a
+// few trained turns of each step with the chain that gave them their
+// update: the weight version that produced the reply, the judge's score
+// and hint, the outcome, the advantage, the trajectory file whose next
+// state followed. report.html (WriteReport) draws the curves and shows the
+// audit, rewritten after every step; Summarize, WriteComparison and
+// ComparisonChart compare runs (`nextstate train-report`).
+//
+// # Serving the policy
+//
+// ServePolicy serves an in-process Service on loopback: the OpenAI API on
+// the newest version (X-Weight-Version: the version's optimizer steps),
+// the frozen reference at /reference/v1 (a judge of the policy's own
+// family, `--judge self`), and the training API.
 package train
