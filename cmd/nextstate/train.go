@@ -269,6 +269,8 @@ func runTrain(ctx context.Context, stdout, stderr io.Writer, f trainFlags) error
 		return errors.New("--judge url needs --judge-url, the judge's endpoint")
 	case f.judgeF.url != "" && f.judge != "url":
 		return errors.New("--judge-url is given: say --judge url to judge with it")
+	case f.serverURL != "" && (f.judge != "" && f.judge != "none" || f.judgeF.rules):
+		return errors.New("--judge judges in the in-process gym: with --server, the server's own judge (serve --judge-rules or --judge-url) judges")
 	}
 	loss, err := lossPreset(f.loss)
 	if err != nil {

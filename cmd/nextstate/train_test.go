@@ -69,6 +69,7 @@ func TestTrainBadInput(t *testing.T) {
 		{[]string{"train", "--suite", "guess-v1", "--model", model, "--out", dir, "--mix", "guess-v1=x"}, "not a number"},
 		{[]string{"train", "--suite", "guess-v1", "--model", model, "--out", dir, "--mix", "other=1"}, `suite "other"`},
 		{[]string{"train", "--config", bad, "--model", model, "--out", dir}, `unknown setting "stepz"`},
+		{[]string{"train", "--suite", "guess-v1", "--model", model, "--out", dir, "--server", "ws://127.0.0.1:1", "--judge", "rule"}, "the server's own judge"},
 	} {
 		got, err := run(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
