@@ -106,9 +106,9 @@ func TestRunOracleOnBuiltInSuites(t *testing.T) {
 	if s.ReportMD == "" || s.ReportHTML == "" {
 		t.Errorf("summary names no report: %+v", s)
 	}
-	// guess-v1 has no oracle: the run says so.
-	if _, err := run(t, "run", "--oracle", "--suite", "guess-v1", "--out", t.TempDir()); err == nil || !strings.Contains(err.Error(), "no task of guess-v1 has an oracle") {
-		t.Errorf("oracle run of guess-v1: %v", err)
+	// echo-v1 has no oracle: the run says so.
+	if _, err := run(t, "run", "--oracle", "--suite", "echo-v1", "--out", t.TempDir()); err == nil || !strings.Contains(err.Error(), "no task of echo-v1 has an oracle") {
+		t.Errorf("oracle run of echo-v1: %v", err)
 	}
 }
 

@@ -5,10 +5,10 @@
 //     "lower", so it has both an outcome reward (1 for the right number,
 //     given by a verifier from state the agent never sees) and a natural
 //     next-state signal. Task data: {"low": 1, "high": 100}. The secret is
-//     drawn from the reset seed. Its step rule (gym.Spec.StepRule) is a
-//     process reward from the feedback alone: a guess the feedback ruled
-//     out scores -1, one near the middle of what is left 1, with a hint
-//     saying what the feedback implied.
+//     drawn from the reset seed. Its oracle bisects on the feedback; its
+//     step rule (gym.Spec.StepRule) is a process reward from the feedback
+//     alone: a guess the feedback ruled out scores -1, one near the middle
+//     of what is left 1, with a hint saying what the feedback implied.
 //   - echo-v1: answers each text action with the same text. It never ends by
 //     itself (an action of "/done" terminates it) and does no work, so it
 //     measures the gym and server alone.
