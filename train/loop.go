@@ -26,9 +26,10 @@ type Loop struct {
 	greedy *agent.Agent // the evaluations' (temperature 0)
 
 	mu      sync.Mutex
-	changed chan struct{} // closed and replaced when trained or version change
-	trained int           // batches trained (and published)
-	version int           // the newest published version (its optimizer steps)
+	changed chan struct{}     // closed and replaced when trained or version change
+	trained int               // batches trained (and published)
+	suiteOf map[string]string // each training task's suite, by id
+	version int               // the newest published version (its optimizer steps)
 }
 
 // New checks cfg and returns the Loop.
@@ -36,7 +37,10 @@ func New(cfg Config) (*Loop, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	l := &Loop{cfg: cfg, log: cfg.Logger, run: cfg.Run, changed: make(chan struct{})}
+	l := &Loop{cfg: cfg, log: cfg.Logger, run: cfg.Run, changed: make(chan struct{}), suiteOf: map[string]string{}}
+	for _, t := range cfg.Tasks {
+		l.suiteOf[t.ID] = t.Suite
+	}
 	if l.run == "" {
 		abs, err := filepath.Abs(cfg.Dir)
 		if err != nil {
@@ -279,7 +283,7 @@ func (l *Loop) recordEval(ml *metricsLog, em *EvalMetrics) error {
 func (l *Loop) step(ctx context.Context, b int, r rollout, bs *batchSamples) (Metrics, error) {
 	m := Metrics{Kind: "step", Step: b, Time: time.Now().UTC(), Missing: bs.missing, Update: map[string]float64{}}
 	trainedAt := l.newest()
-	m.batchStats(bs.samples, trainedAt)
+	m.batchStats(bs.samples, trainedAt, l.suiteOf)
 	if err := l.audit(b, trainedAt, r, bs.samples); err != nil {
 		l.log.Warn("train: writing the signal audit", "step", b, "err", err)
 	}

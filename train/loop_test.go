@@ -74,6 +74,9 @@ func TestLoopRaisesTheReward(t *testing.T) {
 		if m.Version != trained {
 			t.Errorf("step %d: version %d after %d optimizer steps", m.Step, m.Version, trained)
 		}
+		if sr := m.Suites["first-v1"]; sr.Trajectories != 16 || sr.Outcome != m.Outcome {
+			t.Errorf("step %d: per suite %+v; want first-v1's 16 trajectories at the batch's outcome %v", m.Step, m.Suites, m.Outcome)
+		}
 		if m.Trajectories != 16 || m.Samples != 16 || m.Missing != 0 {
 			t.Errorf("step %d: %d trajectories, %d samples, %d missing; want 16, 16, 0", m.Step, m.Trajectories, m.Samples, m.Missing)
 		}
@@ -102,7 +105,7 @@ func TestLoopRaisesTheReward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Held-out pass@1", "Signal audit", "next state:", "<svg", "step 12 · "} {
+	for _, want := range []string{"Held-out pass@1", "Signal audit", "next state:", "<svg", "step 12 · ", "Outcome reward per suite"} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("report.html lacks %q", want)
 		}

@@ -20,7 +20,8 @@ import (
 // their "kind".
 const MetricsFile = "metrics.jsonl"
 
-// Metrics is one step's record.
+// Metrics is one step's record (the batch's rewards overall and per
+// suite, its staleness, the update's metrics, times and throughput).
 type Metrics struct {
 	Kind string `json:"kind"` // "step"
 	Step int    `json:"step"`
@@ -35,14 +36,16 @@ type Metrics struct {
 	// (Reward the mixed sequence score the advantages use, Outcome the
 	// verifier's after the outcome map, Process the judges' mean r_t over
 	// judged turns, null when none was).
-	Trajectories int      `json:"trajectories"`
-	Samples      int      `json:"samples"`
-	Missing      int      `json:"missing_trajectories"`
-	Reward       float64  `json:"reward"`
-	Outcome      float64  `json:"reward_outcome"`
-	Process      *float64 `json:"reward_process"`
-	Judged       int      `json:"judged_turns"`
-	Hinted       int      `json:"hinted_turns"`
+	Trajectories int     `json:"trajectories"`
+	Samples      int     `json:"samples"`
+	Missing      int     `json:"missing_trajectories"`
+	Reward       float64 `json:"reward"`
+	Outcome      float64 `json:"reward_outcome"`
+	// Suites are the same per suite of the batch's tasks.
+	Suites  map[string]SuiteRewards `json:"suites,omitempty"`
+	Process *float64                `json:"reward_process"`
+	Judged  int                     `json:"judged_turns"`
+	Hinted  int                     `json:"hinted_turns"`
 	// Staleness is the trained-at version less each turn's, over the turns
 	// that named one.
 	StalenessMean float64 `json:"staleness_mean"`
@@ -73,8 +76,17 @@ type Metrics struct {
 	TokensPerS      float64 `json:"generated_tokens_per_s"`
 }
 
-// batchStats fills m's batch fields from the samples, trained at version.
-func (m *Metrics) batchStats(samples []rl.Sample, version int) {
+// SuiteRewards are one suite's trajectories in a batch and their mean
+// rewards (mixed and outcome).
+type SuiteRewards struct {
+	Trajectories int     `json:"trajectories"`
+	Reward       float64 `json:"reward"`
+	Outcome      float64 `json:"reward_outcome"`
+}
+
+// batchStats fills m's batch fields from the samples, trained at version;
+// suite names each task's suite.
+func (m *Metrics) batchStats(samples []rl.Sample, version int, suite map[string]string) {
 	m.Samples = len(samples)
 	type traj struct{ g, i int }
 	seen := map[traj]bool{}
@@ -87,6 +99,16 @@ func (m *Metrics) batchStats(samples []rl.Sample, version int) {
 			seen[k] = true
 			reward += s.Reward
 			outcome += s.Metadata.StepWise.OutcomeReward
+			if name, ok := suite[s.Metadata.Origin.Task]; ok {
+				if m.Suites == nil {
+					m.Suites = map[string]SuiteRewards{}
+				}
+				sr := m.Suites[name]
+				sr.Trajectories++
+				sr.Reward += s.Reward
+				sr.Outcome += s.Metadata.StepWise.OutcomeReward
+				m.Suites[name] = sr
+			}
 		}
 		if s.Metadata.Origin.Judged {
 			m.Judged++
@@ -110,6 +132,11 @@ func (m *Metrics) batchStats(samples []rl.Sample, version int) {
 		}
 	}
 	m.Trajectories = len(seen)
+	for name, sr := range m.Suites {
+		sr.Reward /= float64(sr.Trajectories)
+		sr.Outcome /= float64(sr.Trajectories)
+		m.Suites[name] = sr
+	}
 	if n := float64(len(seen)); n > 0 {
 		m.Reward, m.Outcome = reward/n, outcome/n
 	}

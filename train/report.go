@@ -125,6 +125,7 @@ func WriteReport(dir string, running bool) error {
 			{"mixed", series(func(m Metrics) float64 { return m.Reward }), nil, nil},
 			{"outcome", series(func(m Metrics) float64 { return m.Outcome }), nil, nil},
 			{"process", series(proc), nil, nil}}),
+		suiteChart(x, steps),
 		evalChart(evals),
 		lineChart("KL and entropy", x, []line{
 			{"PPO KL", series(upd("pg/ppo_kl")), nil, nil},
@@ -275,6 +276,30 @@ func lineChart(title string, x []float64, lines []line) template.HTML {
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
+}
+
+// suiteChart draws each suite's outcome reward per step (the batch's
+// trajectories of that suite; gaps where a batch drew none).
+func suiteChart(x []float64, steps []Metrics) template.HTML {
+	names := map[string]bool{}
+	for _, m := range steps {
+		for name := range m.Suites {
+			names[name] = true
+		}
+	}
+	var lines []line
+	for _, name := range sortedKeys(names) {
+		l := line{name: name}
+		for _, m := range steps {
+			v := math.NaN()
+			if sr, ok := m.Suites[name]; ok {
+				v = sr.Outcome
+			}
+			l.y = append(l.y, v)
+		}
+		lines = append(lines, l)
+	}
+	return lineChart("Outcome reward per suite", x, lines)
 }
 
 // evalChart draws held-out pass@1 per evaluation, overall and per suite,
