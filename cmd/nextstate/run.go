@@ -160,13 +160,9 @@ func runRun(ctx context.Context, stdout, stderr io.Writer, tempSet bool, f runFl
 			return err
 		}
 	}
-	settings := gym.Settings{}
-	for _, kv := range f.settings {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return fmt.Errorf("--set %q: want name=value", kv)
-		}
-		settings[k] = v
+	settings, err := parseSettings(f.settings)
+	if err != nil {
+		return err
 	}
 	hideFromSandboxes(settings, append([]string{f.out}, f.suites...)...)
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
@@ -188,13 +184,9 @@ func runRun(ctx context.Context, stdout, stderr io.Writer, tempSet bool, f runFl
 	if err := checkKinds(ctx, c, tasks); err != nil {
 		return err
 	}
-	listed, err := c.Tasks(ctx, "", "")
+	known, err := knownTasks(ctx, c)
 	if err != nil {
 		return err
-	}
-	known := map[string]bool{}
-	for _, t := range listed {
-		known[t.ID] = true
 	}
 	name := f.runName
 	if name == "" {
@@ -388,6 +380,33 @@ func startGym(ctx context.Context, o gymOptions, log *slog.Logger) (*client.Clie
 		return nil, nil, err
 	}
 	return c, stop, nil
+}
+
+// parseSettings reads --set's name=value pairs.
+func parseSettings(kvs []string) (gym.Settings, error) {
+	settings := gym.Settings{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--set %q: want name=value", kv)
+		}
+		settings[k] = v
+	}
+	return settings, nil
+}
+
+// knownTasks is the set of task ids the gym server's catalog lists (those
+// sessions are created by id, the others with the task inline).
+func knownTasks(ctx context.Context, c *client.Client) (map[string]bool, error) {
+	listed, err := c.Tasks(ctx, "", "")
+	if err != nil {
+		return nil, err
+	}
+	known := map[string]bool{}
+	for _, t := range listed {
+		known[t.ID] = true
+	}
+	return known, nil
 }
 
 // checkKinds fails early when the server lacks a kind the tasks need.

@@ -74,31 +74,15 @@ OPD teacher's).`,
 
 func runServeTrainer(ctx context.Context, f serveTrainerFlags) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if f.rank < 0 {
+		return fmt.Errorf("--lora %d: want a rank, or 0 for full fine-tuning", f.rank)
+	}
 	be := cpu.New()
-	m, err := trainer.Load(f.model, be)
+	m, tok, err := loadTrainable(f.model, be, f.rank, f.alpha, f.targets, f.seed)
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	tok, err := tokenizer.Load(f.model)
-	if err != nil {
-		return err
-	}
-	if tok.VocabSize() > m.Config.VocabSize {
-		return fmt.Errorf("%s: the tokenizer has %d tokens, the model's vocab_size is %d", f.model, tok.VocabSize(), m.Config.VocabSize)
-	}
-	if f.rank < 0 {
-		return fmt.Errorf("--lora %d: want a rank, or 0 for full fine-tuning", f.rank)
-	}
-	if f.rank > 0 {
-		alpha := f.alpha
-		if alpha == 0 {
-			alpha = 2 * float64(f.rank)
-		}
-		if err := m.AddLoRA(trainer.LoRAConfig{Rank: f.rank, Alpha: alpha, Targets: strings.Split(f.targets, ",")}, f.seed); err != nil {
-			return err
-		}
-	}
 	svc, err := service.New(m, service.Options{Training: trainer.TrainOptions{Seed: f.seed, Recompute: f.recompute},
 		Engine: trainer.EngineOptions{MaxBatch: f.maxBatch}, Tokenizer: tok, StateDir: f.stateDir, KeepStates: f.keepStates,
 		KeepVersions: f.keepVersions, Teacher: f.teacher})
@@ -145,4 +129,33 @@ func runServeTrainer(ctx context.Context, f serveTrainerFlags) error {
 		return err
 	}
 	return serveUntilSignal(ctx, log, srv, ln, f.drain)
+}
+
+// loadTrainable loads a model folder and its tokenizer on be, with LoRA
+// adapters of rank on the targets (comma-separated) when rank > 0 (alpha
+// 0: twice the rank).
+func loadTrainable(dir string, be trainer.Backend, rank int, alpha float64, targets string, seed uint64) (*trainer.Model, *tokenizer.Tokenizer, error) {
+	m, err := trainer.Load(dir, be)
+	if err != nil {
+		return nil, nil, err
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	if tok.VocabSize() > m.Config.VocabSize {
+		m.Close()
+		return nil, nil, fmt.Errorf("%s: the tokenizer has %d tokens, the model's vocab_size is %d", dir, tok.VocabSize(), m.Config.VocabSize)
+	}
+	if rank > 0 {
+		if alpha == 0 {
+			alpha = 2 * float64(rank)
+		}
+		if err := m.AddLoRA(trainer.LoRAConfig{Rank: rank, Alpha: alpha, Targets: strings.Split(targets, ",")}, seed); err != nil {
+			m.Close()
+			return nil, nil, err
+		}
+	}
+	return m, tok, nil
 }

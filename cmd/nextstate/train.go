@@ -26,7 +26,6 @@ import (
 	"github.com/nextstate-rl/nextstate/trainer"
 	"github.com/nextstate-rl/nextstate/trainer/cpu"
 	"github.com/nextstate-rl/nextstate/trainer/service"
-	"github.com/nextstate-rl/nextstate/trainer/tokenizer"
 )
 
 type trainFlags struct {
@@ -311,27 +310,11 @@ func runTrain(ctx context.Context, stdout, stderr io.Writer, f trainFlags) error
 	}
 
 	// The policy: the model on the CPU trainer, served on loopback.
-	m, err := trainer.Load(f.model, cpu.New())
+	m, tok, err := loadTrainable(f.model, cpu.New(), f.rank, f.alpha, f.targets, uint64(f.seed))
 	if err != nil {
 		return err
 	}
 	defer m.Close()
-	tok, err := tokenizer.Load(f.model)
-	if err != nil {
-		return err
-	}
-	if tok.VocabSize() > m.Config.VocabSize {
-		return fmt.Errorf("%s: the tokenizer has %d tokens, the model's vocab_size is %d", f.model, tok.VocabSize(), m.Config.VocabSize)
-	}
-	if f.rank > 0 {
-		alpha := f.alpha
-		if alpha == 0 {
-			alpha = 2 * float64(f.rank)
-		}
-		if err := m.AddLoRA(trainer.LoRAConfig{Rank: f.rank, Alpha: alpha, Targets: strings.Split(f.targets, ",")}, uint64(f.seed)); err != nil {
-			return err
-		}
-	}
 	svc, err := service.New(m, service.Options{Training: trainer.TrainOptions{Seed: uint64(f.seed)},
 		Engine: trainer.EngineOptions{MaxBatch: f.maxBatch}, Tokenizer: tok, StateDir: filepath.Join(f.out, "states"), KeepStates: 2})
 	if err != nil {
@@ -371,13 +354,9 @@ func runTrain(ctx context.Context, stdout, stderr io.Writer, f trainFlags) error
 	if err != nil {
 		return err
 	}
-	settings := gym.Settings{}
-	for _, kv := range f.settings {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return fmt.Errorf("--set %q: want name=value", kv)
-		}
-		settings[k] = v
+	settings, err := parseSettings(f.settings)
+	if err != nil {
+		return err
 	}
 	hideFromSandboxes(settings, append([]string{f.out, f.model}, f.suites...)...)
 	gymClient, stopGym, err := startGym(ctx, gymOptions{serverURL: f.serverURL, token: f.token, dataDir: filepath.Join(f.out, "gym"),
@@ -394,13 +373,9 @@ func runTrain(ctx context.Context, stdout, stderr io.Writer, f trainFlags) error
 	if err := checkKinds(ctx, gymClient, append(all, eval...)); err != nil {
 		return err
 	}
-	listed, err := gymClient.Tasks(ctx, "", "")
+	known, err := knownTasks(ctx, gymClient)
 	if err != nil {
 		return err
-	}
-	known := map[string]bool{}
-	for _, t := range listed {
-		known[t.ID] = true
 	}
 	temp := f.temperature
 	cfg := train.Config{Gym: gymClient, Trainer: svc, Tasks: tasks, Known: known, Mix: mix, Eval: eval, EvalSuite: evalSuite,
