@@ -73,7 +73,32 @@ func Demonstration(cfg Config, reset gym.ResetResult, steps []rundir.Step) ([]De
 		w := fit(hist, len(tools), cfg.ContextBudget, cfg.KeepHead, cfg.MaxImages, 1)
 		out = append(out, DemoTurn{Messages: encodeMessages(w.msgs, false), Tools: tools, Response: d.response})
 		hist = append(hist, d.assistant)
-		hist = append(hist, observe(s.Observation, d.calls, d.plain)...)
+		hist = append(hist, observe(renumber(s.Observation, calls, d.calls), d.calls, d.plain)...)
 	}
 	return out, nil
+}
+
+// renumber returns obs with its tool results' call ids changed from the
+// recorded calls' ids to the ids the Agent gives the same calls (the
+// demonstrator's ids are its own, an oracle's "oracle_1"), so that each
+// result is shown as the answer to its call, as in play.
+func renumber(obs gym.Observation, recorded, calls []gym.ToolCall) gym.Observation {
+	ids := map[string]string{}
+	for i, c := range recorded {
+		if i < len(calls) && c.ID != "" {
+			ids[c.ID] = calls[i].ID
+		}
+	}
+	out := gym.Observation{Parts: make([]gym.Part, len(obs.Parts))}
+	for i, p := range obs.Parts {
+		if p.Type == gym.PartToolResult && p.ToolResult != nil {
+			if id, ok := ids[p.ToolResult.CallID]; ok {
+				r := *p.ToolResult
+				r.CallID = id
+				p.ToolResult = &r
+			}
+		}
+		out.Parts[i] = p
+	}
+	return out
 }

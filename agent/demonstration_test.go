@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/nextstate-rl/nextstate/agent/rundir"
+	"github.com/nextstate-rl/nextstate/gym"
 )
 
 // A demonstration of an episode gives the prompts the Agent sent while
@@ -64,4 +67,45 @@ func canonical(t *testing.T, messages any) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// An oracle names its calls its own way ("oracle_1"); the Agent names
+// them by turn. The demonstration still shows each recorded result as
+// the answer to its call, as the Agent would have seen it in play.
+func TestDemonstrationShowsResultsOfRenamedCalls(t *testing.T) {
+	call := &gym.ToolCall{ID: "oracle_1", Type: "function",
+		Function: gym.FunctionCall{Name: "code_interpreter", Arguments: `{"code":"print(51 + 29)"}`}}
+	reset := gym.ResetResult{
+		Observation: gym.Observation{Parts: []gym.Part{{Type: gym.PartText, Text: "What is 51 + 29?"}}},
+		Info: gym.Info{"tools": []any{map[string]any{"type": "function", "function": map[string]any{
+			"name": "code_interpreter", "parameters": map[string]any{"type": "object"}}}}},
+	}
+	steps := []rundir.Step{
+		{Step: 1, Action: gym.Action{Parts: []gym.Part{{Type: gym.PartToolCall, ToolCall: call}}},
+			Observation: gym.Observation{Parts: []gym.Part{{Type: gym.PartToolResult,
+				ToolResult: &gym.ToolResult{CallID: "oracle_1", Name: "code_interpreter", Content: "80\n"}}}}},
+		{Step: 2, Action: gym.TextAction(`The answer is \boxed{80}`), Terminated: true},
+	}
+	turns, err := Demonstration(Config{}, reset, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(turns) != 2 {
+		t.Fatalf("%d turns, want 2", len(turns))
+	}
+	var msgs []struct {
+		Role       string `json:"role"`
+		Content    any    `json:"content"`
+		ToolCallID string `json:"tool_call_id"`
+	}
+	if err := json.Unmarshal(turns[1].Messages, &msgs); err != nil {
+		t.Fatal(err)
+	}
+	last := msgs[len(msgs)-1]
+	if last.Role != "tool" || last.Content != "80\n" || last.ToolCallID == "oracle_1" {
+		t.Errorf("the second turn's prompt ends with %+v, want the tool's result 80 answering the agent's own call id", last)
+	}
+	if steps[0].Observation.Parts[0].ToolResult.CallID != "oracle_1" {
+		t.Error("the recorded step was changed")
+	}
 }

@@ -201,20 +201,22 @@ func runSFT(ctx context.Context, stdout io.Writer, f sftFlags) error {
 	defer m.Close()
 	end, _ := tok.TokenID("<|im_end|>")
 	data := make([]service.Datum, len(demos))
-	tokens := 0
+	tokens, prompts := 0, 0
 	for i, d := range demos {
 		p := tok.Encode(d.prompt)
 		r := append(tok.Encode(d.response), end)
 		data[i] = service.Datum{Tokens: append(p, r...), ResponseLength: len(r)}
 		tokens += len(r)
+		prompts += len(p)
+		if os.Getenv("DBG") != "" && i < 2 { fmt.Fprintf(stdout, "PROMPT %d tokens\n%s\nREPLY %s\n", len(p), d.prompt, d.response) }
 	}
 	svc, err := service.New(m, service.Options{Training: trainer.TrainOptions{Seed: f.seed}, Tokenizer: tok})
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
-	fmt.Fprintf(stdout, "nextstate sft: %d turns of %d demonstrations (%d reply tokens); %d steps of %d turns\n",
-		len(data), trials, tokens, f.steps, f.batch)
+	fmt.Fprintf(stdout, "nextstate sft: %d turns of %d demonstrations (%d reply tokens, %d prompt tokens); %d steps of %d turns\n",
+		len(data), trials, tokens, prompts, f.steps, f.batch)
 	rng := rand.New(rand.NewPCG(f.seed, 0x736674))
 	loss := service.LossConfig{Terms: []service.TermConfig{{Kind: "sft", Weight: 1}}}
 	begin := time.Now()
