@@ -32,6 +32,7 @@ type sftFlags struct {
 	steps, batch, maxDemos      int
 	lr                          float64
 	seed                        uint64
+	pool                        bool
 }
 
 // initShapes are the model shapes `sft --init` makes from scratch: vocab
@@ -70,20 +71,25 @@ Qwen3 of that vocabulary (tiny: 4 layers of 128; small: 6 of 256).`,
 	fl.IntVar(&f.steps, "steps", 100, "optimizer steps")
 	fl.IntVar(&f.batch, "batch", 16, "turns per step, drawn at random")
 	fl.IntVar(&f.maxDemos, "max-demos", 0, "use only the first this many demonstrations (0: all)")
+	fl.BoolVar(&f.pool, "pool", false, "draw each batch's turns from all directories' turns together (default: each --demos directory an equal share, so a suite of long episodes does not crowd out the others)")
 	fl.Float64Var(&f.lr, "lr", 1e-3, "AdamW's peak learning rate (warm-up over the first tenth of the steps, then cosine decay)")
 	fl.Uint64Var(&f.seed, "seed", 1, "initialisation and sampling seed")
 	return c
 }
 
-// demoTurn is one demonstration turn, rendered.
-type demoTurn struct{ prompt, response string }
+// demoTurn is one demonstration turn, rendered; dir indexes the --demos
+// directory it came from.
+type demoTurn struct {
+	prompt, response string
+	dir              int
+}
 
 // loadDemos reads the passed trials of the run directories as rendered
 // prompts and replies.
 func loadDemos(dirs []string, maxDemos int) ([]demoTurn, int, error) {
 	var out []demoTurn
 	n := 0
-	for _, dir := range dirs {
+	for d, dir := range dirs {
 		res, err := rundir.ReadResultsFile(filepath.Join(dir, rundir.ResultsFile))
 		if err != nil {
 			return nil, 0, fmt.Errorf("--demos %s: %w", dir, err)
@@ -110,7 +116,7 @@ func loadDemos(dirs []string, maxDemos int) ([]demoTurn, int, error) {
 				if err != nil {
 					return nil, 0, fmt.Errorf("--demos %s, trial %s: %w", dir, row.TrialID, err)
 				}
-				out = append(out, demoTurn{prompt: p, response: t.Response})
+				out = append(out, demoTurn{prompt: p, response: t.Response, dir: d})
 			}
 			n++
 		}
@@ -200,15 +206,28 @@ func runSFT(ctx context.Context, stdout io.Writer, f sftFlags) error {
 	}
 	defer m.Close()
 	end, _ := tok.TokenID("<|im_end|>")
-	data := make([]service.Datum, len(demos))
+	// byDir holds each directory's data; with --pool, one bucket of all.
+	byDir := make([][]service.Datum, len(f.demos))
 	tokens, prompts := 0, 0
-	for i, d := range demos {
+	for _, d := range demos {
 		p := tok.Encode(d.prompt)
 		r := append(tok.Encode(d.response), end)
-		data[i] = service.Datum{Tokens: append(p, r...), ResponseLength: len(r)}
+		b := d.dir
+		if f.pool {
+			b = 0
+		}
+		byDir[b] = append(byDir[b], service.Datum{Tokens: append(p, r...), ResponseLength: len(r)})
 		tokens += len(r)
 		prompts += len(p)
-		if os.Getenv("DBG") != "" && i < 2 { fmt.Fprintf(stdout, "PROMPT %d tokens\n%s\nREPLY %s\n", len(p), d.prompt, d.response) }
+	}
+	var buckets [][]service.Datum
+	for i, b := range byDir {
+		if len(b) == 0 && !f.pool && f.maxDemos == 0 {
+			return fmt.Errorf("--demos %s: no passed trial to learn from", f.demos[i])
+		}
+		if len(b) > 0 {
+			buckets = append(buckets, b)
+		}
 	}
 	svc, err := service.New(m, service.Options{Training: trainer.TrainOptions{Seed: f.seed}, Tokenizer: tok})
 	if err != nil {
@@ -216,7 +235,7 @@ func runSFT(ctx context.Context, stdout io.Writer, f sftFlags) error {
 	}
 	defer svc.Close()
 	fmt.Fprintf(stdout, "nextstate sft: %d turns of %d demonstrations (%d reply tokens, %d prompt tokens); %d steps of %d turns\n",
-		len(data), trials, tokens, prompts, f.steps, f.batch)
+		len(demos), trials, tokens, prompts, f.steps, f.batch)
 	rng := rand.New(rand.NewPCG(f.seed, 0x736674))
 	loss := service.LossConfig{Terms: []service.TermConfig{{Kind: "sft", Weight: 1}}}
 	begin := time.Now()
@@ -228,7 +247,8 @@ func runSFT(ctx context.Context, stdout io.Writer, f sftFlags) error {
 		}
 		batch := make([]service.Datum, f.batch)
 		for i := range batch {
-			batch[i] = data[rng.IntN(len(data))]
+			b := buckets[rng.IntN(len(buckets))]
+			batch[i] = b[rng.IntN(len(b))]
 		}
 		res, err := svc.ForwardBackward(ctx, service.ForwardBackwardRequest{Data: batch, Loss: loss})
 		if err != nil {

@@ -77,9 +77,12 @@
 //
 // # Tasks
 //
-// A task's Data is {"problem": "...", "mode": "session"?} (the problem
-// is the Instruction when Data has none) and its Verifier is {"answer":
-// "...", "solution": "python source"?}. The reward is 1 when the final
+// A task's Data is {"problem": "...", "mode": "session"?, "files":
+// {"data.txt": "..."}?} (the problem is the Instruction when Data has
+// none; files are written into the code's working directory before the
+// first call, where the agent reads them with code: the problem need not
+// show them) and its Verifier is {"answer": "...", "solution": "python
+// source"?, "oracle": "answer"?}. The reward is 1 when the final
 // answer matches the reference, else 0; the verifier's info (recorded,
 // never shown to the agent) holds the answer as given, both canonical
 // forms, whether they matched and why:
@@ -134,7 +137,10 @@
 // The Domain implements gym.OracleKind: NewOracle plays a task's Python
 // solution through code_interpreter, then answers "The answer is
 // \boxed{<what it printed>}", so the oracle checks the solution, the
-// sandbox and the answer check together.
+// sandbox and the answer check together. A task whose verifier says
+// "oracle": "answer" has instead a demonstrator that answers the reference
+// at once, without the tool: demonstrations of not using the tool, for a
+// warm start that should sometimes skip it (examples/learn).
 //
 // # Settings
 //

@@ -315,6 +315,33 @@ func TestOracleSmokeTasks(t *testing.T) {
 	if _, err := gym.OracleFor(&noSolution); !errors.Is(err, gym.ErrNoOracle) {
 		t.Errorf("a task without a solution: %v, want gym.ErrNoOracle", err)
 	}
+	badOracle := problemTask("x", "p", "1")
+	badOracle.Verifier = json.RawMessage(`{"answer": "1", "oracle": "guess"}`)
+	if _, err := gym.OracleFor(&badOracle); err == nil || !strings.Contains(err.Error(), "want solution") {
+		t.Errorf("verifier.oracle guess: %v, want an error naming what is accepted", err)
+	}
+}
+
+// The answer oracle replies with the reference at once, without the tool,
+// and that reply scores 1.
+func TestOracleAnswer(t *testing.T) {
+	h := newHarness(t, needBwrap(t))
+	task := problemTask("direct", "What is 51 + 29?", "80")
+	task.Verifier = json.RawMessage(`{"answer": "80", "oracle": "answer"}`)
+	o, err := gym.OracleFor(&task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, rr := h.create(t, task, nil)
+	defer s.Close(t.Context())
+	a, done, err := o.Next(rr.Observation, rr.Info)
+	if err != nil || done || len(a.Parts) != 1 || a.Parts[0].Type != gym.PartText {
+		t.Fatalf("first action %+v (done %v, %v), want one text reply", a, done, err)
+	}
+	last := h.step(t, s, a.Parts...)
+	if !last.Terminated || last.Reward != 1 {
+		t.Errorf("the answer oracle got reward %v (terminated %v): %v", last.Reward, last.Terminated, h.verdict(s))
+	}
 }
 
 // After a session closes, its sandbox is gone: its state directory, and
@@ -385,4 +412,31 @@ func alive(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || !strings.HasPrefix(strings.TrimSpace(s[i+1:]), "Z")
+}
+
+// A task's files are in the working directory before the first call, in
+// both interpreter modes and after a restart of the Env; a path that
+// leaves the working directory is refused when the task loads.
+func TestTaskFiles(t *testing.T) {
+	h := newHarness(t, needBwrap(t))
+	for _, mode := range []string{code.ModeStateless, code.ModeSession} {
+		data, _ := json.Marshal(code.TaskData{Problem: "What is the sum of the numbers in data.txt?", Mode: mode,
+			Files: map[string]string{"data.txt": "12\n30\n", "in/more.txt": "x"}})
+		ver, _ := json.Marshal(code.VerifierData{Answer: "42",
+			Solution: "import os; assert os.path.exists('in/more.txt'); print(sum(int(x) for x in open('data.txt')))"})
+		task := gym.Task{ID: "files-" + mode, Env: code.KindName, Data: data, Verifier: ver}
+		s, last := playOracle(t, h, task)
+		if !last.Terminated || last.Reward != 1 {
+			t.Errorf("%s: the oracle reading the task's file got reward %v: %v", mode, last.Reward, h.verdict(s))
+		}
+		s.Close(t.Context())
+	}
+	for _, bad := range []string{"../x", "/etc/x", `a\b`} {
+		data, _ := json.Marshal(code.TaskData{Problem: "p", Files: map[string]string{bad: "x"}})
+		task := gym.Task{ID: "bad", Env: code.KindName, Data: data, Verifier: json.RawMessage(`{"answer": "1"}`)}
+		_, _, err := h.m.Create(t.Context(), gym.CreateRequest{Task: &task})
+		if err == nil || !strings.Contains(err.Error(), "not a relative path") {
+			t.Errorf("file %q: %v, want the path refused", bad, err)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package code
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -77,6 +78,33 @@ func (e *episode) begin(ctx context.Context) error {
 		return sbopen.Fault(nil, err)
 	}
 	e.box.interp = it
+	return nil
+}
+
+// writeFiles writes the task's files (data.files) into the working
+// directory of the code, by the sandbox's own python3, as the cells will
+// read them.
+func (e *episode) writeFiles(ctx context.Context) error {
+	if len(e.problem.files) == 0 {
+		return nil
+	}
+	in, err := json.Marshal(e.problem.files)
+	if err != nil {
+		return err
+	}
+	const write = "import json, os, sys\n" +
+		"for name, text in json.load(sys.stdin).items():\n" +
+		"    os.makedirs(os.path.dirname(name) or '.', exist_ok=True)\n" +
+		"    open(name, 'w').write(text)\n"
+	r, err := e.box.sb.Exec(ctx, sandbox.ExecRequest{
+		Cmd: []string{"python3", "-c", write}, Stdin: bytes.NewReader(in), Env: pyEnv, Timeout: 10 * time.Second,
+	})
+	if err != nil {
+		return e.fault(err)
+	}
+	if r.ExitCode != 0 {
+		return gym.InfraFault("task_files", fmt.Errorf("writing the task's files: exit %d: %s", r.ExitCode, bytes.TrimSpace(r.Stderr)))
+	}
 	return nil
 }
 
@@ -361,6 +389,10 @@ func (e *episode) Restart(ctx context.Context, task *gym.Task, _ int64, opts gym
 		}
 	}
 	ep := &episode{d: e.d, box: b, task: task, problem: prob, opts: o}
+	if err := ep.writeFiles(ctx); err != nil {
+		release()
+		return nil, err
+	}
 	if err := ep.begin(ctx); err != nil {
 		release()
 		return nil, err

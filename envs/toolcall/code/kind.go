@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -264,6 +265,10 @@ func (d *Domain) Start(ctx context.Context, task *gym.Task, _ int64, opts gym.Op
 		return nil, err
 	}
 	ep := &episode{d: d, box: b, task: task, problem: prob, opts: o}
+	if err := ep.writeFiles(ctx); err != nil {
+		b.close(context.WithoutCancel(ctx))
+		return nil, err
+	}
 	if err := ep.begin(ctx); err != nil {
 		b.close(context.WithoutCancel(ctx))
 		return nil, err
@@ -286,6 +291,12 @@ func problemOf(task *gym.Task) (problem, error) {
 		default:
 			return p, fmt.Errorf("task %s: data.mode is %q; want %q or %q", task.ID, data.Mode, ModeStateless, ModeSession)
 		}
+		for name := range data.Files {
+			if !filepath.IsLocal(name) || strings.ContainsRune(name, '\\') {
+				return p, fmt.Errorf("task %s: data.files: %q is not a relative path inside the working directory (want a name such as data.txt or in/a.csv)", task.ID, name)
+			}
+		}
+		p.files = data.Files
 	}
 	if strings.TrimSpace(p.text) == "" {
 		p.text = task.Instruction
@@ -307,7 +318,10 @@ func problemOf(task *gym.Task) (problem, error) {
 	return p, nil
 }
 
-type problem struct{ text, answer, solution, mode string }
+type problem struct {
+	text, answer, solution, mode string
+	files                        map[string]string
+}
 
 // sandboxes returns the backend, pool and spec, or an error when the
 // manager did not configure the kind.

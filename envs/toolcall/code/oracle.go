@@ -19,22 +19,35 @@ const OracleCallID = "oracle_1"
 // which ends the episode. So the oracle checks both that the solution
 // runs in the sandbox and that what it prints is the reference answer. A
 // task without a solution returns an error wrapping gym.ErrNoOracle.
+//
+// A task whose verifier.oracle is "answer" has the oracle of a
+// demonstrator that knows the answer: it replies "The answer is
+// \boxed{<verifier.answer>}" at once, without the tool. It checks only the
+// answer's format; its use is demonstrations of answering without the
+// tool (examples/learn's warm start mixes both).
 func NewOracle(task *gym.Task) (gym.Oracle, error) {
-	sol, err := solutionOf(task)
+	v, err := oracleData(task)
 	if err != nil {
 		return nil, err
 	}
-	return &oracle{solution: sol}, nil
+	return &oracle{solution: v.Solution, answer: v.Answer, direct: v.Oracle == "answer"}, nil
 }
 
 type oracle struct {
-	solution string
-	step     int
+	solution, answer string
+	direct           bool
+	step             int
 }
 
 // Next implements gym.Oracle.
 func (o *oracle) Next(obs gym.Observation, _ gym.Info) (gym.Action, bool, error) {
 	o.step++
+	if o.direct {
+		if o.step == 1 {
+			return gym.TextAction("The answer is \\boxed{" + strings.TrimSpace(o.answer) + "}"), false, nil
+		}
+		return gym.Action{}, true, nil
+	}
 	switch o.step {
 	case 1:
 		args, _ := json.Marshal(map[string]string{"code": o.solution})

@@ -12,19 +12,25 @@ import (
 )
 
 // TaskData is a task's Data: the problem, shown to the agent (the task's
-// Instruction when empty), and the interpreter mode the task asks for
-// ("stateless", the default, or "session"; the reset option "mode" wins).
+// Instruction when empty), the interpreter mode the task asks for
+// ("stateless", the default, or "session"; the reset option "mode" wins),
+// and files written into the working directory of the code before the
+// first call, by relative path (their content is not shown to the agent:
+// it reads them with code).
 type TaskData struct {
-	Problem string `json:"problem"`
-	Mode    string `json:"mode,omitempty"`
+	Problem string            `json:"problem"`
+	Mode    string            `json:"mode,omitempty"`
+	Files   map[string]string `json:"files,omitempty"`
 }
 
 // VerifierData is a task's Verifier: the reference answer (a number, a
 // fraction or a simple expression; see Normalize) and, for the oracle, a
-// Python program that prints it.
+// Python program that prints it. Oracle "answer" makes the oracle answer
+// the reference at once, without the tool (see the package doc, Oracle).
 type VerifierData struct {
 	Answer   string `json:"answer"`
 	Solution string `json:"solution,omitempty"`
+	Oracle   string `json:"oracle,omitempty"`
 }
 
 // mathJSONL is the generated task set (package envs/toolcall/code/gen).
@@ -94,17 +100,27 @@ func SmokeTasks() []gym.Task {
 	return out
 }
 
-// solutionOf returns a task's reference Python solution.
-func solutionOf(task *gym.Task) (string, error) {
+// oracleData returns a task's verifier data once it is checked to hold
+// what its oracle needs: the solution, or with Oracle "answer" the answer.
+func oracleData(task *gym.Task) (VerifierData, error) {
 	var v VerifierData
 	if len(task.Verifier) == 0 {
-		return "", fmt.Errorf("task %s: %w: it has no verifier", task.ID, gym.ErrNoOracle)
+		return v, fmt.Errorf("task %s: %w: it has no verifier", task.ID, gym.ErrNoOracle)
 	}
 	if err := strictUnmarshal(task.Verifier, &v); err != nil {
-		return "", fmt.Errorf("task %s: verifier: %w", task.ID, err)
+		return v, fmt.Errorf("task %s: verifier: %w", task.ID, err)
 	}
-	if strings.TrimSpace(v.Solution) == "" {
-		return "", fmt.Errorf("task %s: %w: verifier.solution is empty", task.ID, gym.ErrNoOracle)
+	switch v.Oracle {
+	case "", "solution":
+		if strings.TrimSpace(v.Solution) == "" {
+			return v, fmt.Errorf("task %s: %w: verifier.solution is empty", task.ID, gym.ErrNoOracle)
+		}
+	case "answer":
+		if strings.TrimSpace(v.Answer) == "" {
+			return v, fmt.Errorf("task %s: %w: verifier.answer is empty", task.ID, gym.ErrNoOracle)
+		}
+	default:
+		return v, fmt.Errorf("task %s: verifier.oracle %q: want solution (the default: run verifier.solution through the tool) or answer (answer verifier.answer without the tool)", task.ID, v.Oracle)
 	}
-	return v.Solution, nil
+	return v, nil
 }
