@@ -63,7 +63,7 @@ Qwen3 of that vocabulary (tiny: 4 layers of 128; small: 6 of 256).`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSFT(cmd.Context(), cmd.OutOrStdout(), f) },
 	}
 	fl := c.Flags()
-	fl.StringArrayVar(&f.demos, "demos", nil, "a run directory of demonstrations (repeatable); its passed trials are used")
+	fl.StringArrayVar(&f.demos, "demos", nil, "a run directory of demonstrations (repeatable; each is an equal share of every batch, one given twice two shares); its passed trials are used")
 	fl.StringVar(&f.model, "model", "", "the model folder to fine-tune")
 	fl.StringVar(&f.init, "init", "", "make the model from scratch in this shape: tiny or small (with --tokenizer)")
 	fl.StringVar(&f.tokenizer, "tokenizer", "", "with --init: the tokenizer.json to prune to the demonstrations' tokens")
