@@ -38,8 +38,9 @@ demo: build
 	SHORT=1 OUT=$(DEMO_LEARN) BIN=$(BIN) scripts/learn.sh
 
 # Learning shown on this machine: SFT from scratch, then RL on guess-v1 and
-# the code interpreter's additions with three signals (outcome; + process
-# rewards; + OPD), held-out pass@1 before and after (runs/learn, learn.svg).
+# the code interpreter's questions about a file with three signals (outcome;
+# + process rewards; + OPD), held-out pass@1 before and after (runs/learn,
+# learn.svg).
 learn: build
 	BIN=$(BIN) scripts/learn.sh
 

@@ -74,7 +74,12 @@ type Config struct {
 	// default 1e-5).
 	Loss      service.LossConfig
 	Estimator string
-	Adam      service.AdamParams
+	// TrajectoryMean weighs every trajectory of a batch the same in the
+	// policy gradient, however many turns it took (forward_backward's
+	// trajectory_mean). Multi-turn kinds need it: without it a group's
+	// failures, which run to the step limit, outweigh its successes.
+	TrajectoryMean bool
+	Adam           service.AdamParams
 	// SaveEvery saves the training state every that many steps (default
 	// 1, and always after the last); the samples of a step are
 	// acknowledged once a saved state holds it, and a rerun resumes from

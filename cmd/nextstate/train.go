@@ -38,6 +38,7 @@ type trainFlags struct {
 	saveEvery, maxTokens, maxTurns, budget, maxBatch         int
 	alpha, lr, temperature, maxGradNorm, weightDecay, pass   float64
 	seed                                                     int64
+	trajectoryMean                                           bool
 	sampleTimeout                                            time.Duration
 	judgeF                                                   judgeFlags
 }
@@ -99,6 +100,7 @@ by the flags' names; the command line wins.`,
 	fl.IntVar(&f.concurrency, "concurrency", 8, "episodes in flight")
 	fl.StringVar(&f.loss, "loss", "grpo", "the loss: grpo, grpo-kl, opd, combined, or a LossConfig as JSON (docs/training.md)")
 	fl.StringVar(&f.estimator, "estimator", "grpo", "advantage estimator: grpo, step_wise or plain")
+	fl.BoolVar(&f.trajectoryMean, "trajectory-mean", true, "weigh every trajectory the same in the policy gradient, however many turns it took (false: every token the same, as slime does)")
 	fl.Float64Var(&f.lr, "lr", 1e-5, "AdamW learning rate")
 	fl.Float64Var(&f.weightDecay, "weight-decay", 0, "AdamW weight decay")
 	fl.Float64Var(&f.maxGradNorm, "max-grad-norm", 1, "clip the gradient norm to this (0: no clipping)")
@@ -380,7 +382,7 @@ func runTrain(ctx context.Context, stdout, stderr io.Writer, f trainFlags) error
 	temp := f.temperature
 	cfg := train.Config{Gym: gymClient, Trainer: svc, Tasks: tasks, Known: known, Mix: mix, Eval: eval, EvalSuite: evalSuite,
 		EvalEvery: f.evalEach, EvalK: f.evalK, GroupSize: f.k, Groups: f.groups, Steps: f.steps, MaxStaleness: f.staleness, Concurrency: f.concurrency,
-		Loss: loss, Estimator: f.estimator, Adam: service.AdamParams{LR: f.lr, WeightDecay: f.weightDecay, MaxGradNorm: f.maxGradNorm},
+		Loss: loss, Estimator: f.estimator, TrajectoryMean: f.trajectoryMean, Adam: service.AdamParams{LR: f.lr, WeightDecay: f.weightDecay, MaxGradNorm: f.maxGradNorm},
 		SaveEvery: f.saveEvery, SampleTimeout: f.sampleTimeout, PassThreshold: f.pass, Dir: f.out, Seed: f.seed, Progress: stdout,
 		Logger: log,
 		Policy: agent.Config{BaseURL: policy.URL, Model: name, Temperature: &temp, MaxTokens: f.maxTokens, MaxTurns: f.maxTurns,

@@ -40,7 +40,7 @@ func (s *Service) Forward(ctx context.Context, req ForwardRequest) (ForwardResul
 	default:
 		return ForwardResult{}, fmt.Errorf("model %q: want policy or reference", req.Model)
 	}
-	data, cv, err := s.data(req.Data, req.Samples, req.Estimator, false, false)
+	data, cv, err := s.data(req.Data, req.Samples, SampleOptions{Estimator: req.Estimator})
 	if err != nil {
 		return ForwardResult{}, err
 	}

@@ -112,6 +112,17 @@ type SampleOptions struct {
 	// they still count in KL, entropy and SFT terms. KeepHinted keeps
 	// those of them that carry a hint: OPD still learns from them.
 	KeepDropped, KeepHinted bool
+	// TrajectoryMean spreads each trajectory's RL advantage over its
+	// trained tokens, so that under token_mean aggregation every
+	// trajectory of the call weighs the same, however many turns and
+	// tokens it has: each sample's advantage is scaled by the mean trained
+	// tokens per trajectory over its own trajectory's. Without it, a
+	// multi-turn group's failures (which run to the step limit) carry more
+	// tokens than its successes, the advantages no longer sum to zero over
+	// the tokens, and the surplus of negative weight pushes probability to
+	// tokens never sampled (README: a tiny policy collapses to empty
+	// replies within a few steps).
+	TrajectoryMean bool
 }
 
 // FromSamples turns the gym's and the proxy's samples (slime's Sample, as
@@ -135,6 +146,7 @@ func FromSamples(samples []rl.Sample, opt SampleOptions) ([]Datum, Conversion, e
 	}
 	cv := Conversion{Samples: len(samples)}
 	var out []Datum
+	var traj []rlTrajectory // each datum's trajectory, for TrajectoryMean
 	for i := range samples {
 		s := &samples[i]
 		if s.RemoveSample || s.Status == rl.StatusAborted {
@@ -172,8 +184,49 @@ func FromSamples(samples []rl.Sample, opt SampleOptions) ([]Datum, Conversion, e
 			cv.NoHint++
 		}
 		out = append(out, d)
+		traj = append(traj, rlTrajectory{s.GroupIndex, s.Index})
+	}
+	if opt.TrajectoryMean {
+		spreadOverTrajectories(out, traj)
 	}
 	return out, cv, nil
+}
+
+// rlTrajectory names a sample's trajectory as rl's estimators do.
+type rlTrajectory struct{ group, index int }
+
+// spreadOverTrajectories scales each datum's advantage by the mean
+// trained tokens per trajectory over its trajectory's (SampleOptions.
+// TrajectoryMean).
+func spreadOverTrajectories(data []Datum, traj []rlTrajectory) {
+	tokens := map[rlTrajectory]int{}
+	for i := range data {
+		tokens[traj[i]] += trainedTokens(&data[i])
+	}
+	total := 0
+	for _, n := range tokens {
+		total += n
+	}
+	mean := float64(total) / float64(len(tokens))
+	for i := range data {
+		if n := tokens[traj[i]]; n > 0 {
+			data[i].Advantage *= float32(mean / float64(n))
+		}
+	}
+}
+
+// trainedTokens counts the response tokens the loss mask trains.
+func trainedTokens(d *Datum) int {
+	if d.LossMask == nil {
+		return d.ResponseLength
+	}
+	n := 0
+	for _, m := range d.LossMask {
+		if m != 0 {
+			n++
+		}
+	}
+	return n
 }
 
 func anyTrained(mask []int) bool {

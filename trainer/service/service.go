@@ -198,7 +198,11 @@ type ForwardBackwardRequest struct {
 	Data      []Datum     `json:"data,omitempty"`
 	Samples   []rl.Sample `json:"samples,omitempty"`
 	Estimator string      `json:"estimator,omitempty"`
-	Loss      LossConfig  `json:"loss"`
+	// TrajectoryMean (with samples) weighs every trajectory the same
+	// under token_mean, however many turns and tokens it has
+	// (SampleOptions.TrajectoryMean).
+	TrajectoryMean bool       `json:"trajectory_mean,omitempty"`
+	Loss           LossConfig `json:"loss"`
 }
 
 // ForwardBackwardResult is what the call measured. Metrics hold each
@@ -218,14 +222,14 @@ type ForwardBackwardResult struct {
 }
 
 // data resolves a request's data (s.mu held).
-func (s *Service) data(data []Datum, samples []rl.Sample, est string, keepDropped, keepHinted bool) ([]Datum, *Conversion, error) {
+func (s *Service) data(data []Datum, samples []rl.Sample, opt SampleOptions) ([]Datum, *Conversion, error) {
 	if (data == nil) == (samples == nil) {
 		return nil, nil, errors.New("give data or samples (one of them)")
 	}
 	var cv *Conversion
 	if samples != nil {
-		d, c, err := FromSamples(samples, SampleOptions{Estimator: est, Tokenizer: s.opt.Tokenizer, KeepDropped: keepDropped,
-			KeepHinted: keepHinted})
+		opt.Tokenizer = s.opt.Tokenizer
+		d, c, err := FromSamples(samples, opt)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -254,7 +258,8 @@ func (s *Service) ForwardBackward(ctx context.Context, req ForwardBackwardReques
 	// A group whose rewards are all equal has no RL advantage, but the
 	// other terms (OPD's teacher, KL, entropy, SFT) still learn from it.
 	all, hinted := req.Loss.keeps()
-	data, cv, err := s.data(req.Data, req.Samples, req.Estimator, all, hinted)
+	data, cv, err := s.data(req.Data, req.Samples, SampleOptions{Estimator: req.Estimator, KeepDropped: all, KeepHinted: hinted,
+		TrajectoryMean: req.TrajectoryMean})
 	if err != nil {
 		return ForwardBackwardResult{}, err
 	}

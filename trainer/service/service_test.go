@@ -461,3 +461,56 @@ func upperData(prompt []int32, V int) []Datum {
 	}
 	return out
 }
+
+// TrajectoryMean weighs every trajectory of a group the same: a success of
+// one turn and a failure of three, each turn of two trained tokens, push
+// with equal and opposite weight, so the advantages sum to zero over the
+// trained tokens; without it the failure's extra turns outweigh the
+// success threefold.
+func TestTrajectoryMean(t *testing.T) {
+	turn := func(index int, reward float64) rl.Sample {
+		return rl.Sample{GroupIndex: 0, Index: index, Tokens: []int{3, 4, 5, 6, 7}, ResponseLength: 3, LossMask: []int{1, 1, 0},
+			Reward: reward, Status: rl.StatusCompleted}
+	}
+	samples := []rl.Sample{turn(0, 1), turn(1, 0), turn(1, 0), turn(1, 0)}
+	tokenSum := func(opt SampleOptions) (float64, []float32) {
+		data, _, err := FromSamples(samples, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, adv := 0.0, []float32{}
+		for i := range data {
+			sum += float64(data[i].Advantage) * float64(trainedTokens(&data[i]))
+			adv = append(adv, data[i].Advantage)
+		}
+		return sum, adv
+	}
+	plain, padv := tokenSum(SampleOptions{})
+	if math.Abs(plain+2*math.Sqrt(2)) > 1e-5 {
+		t.Fatalf("per token: advantages %v sum to %v over the trained tokens: want 2·0.707 − 6·0.707 = −2.83", padv, plain)
+	}
+	even, eadv := tokenSum(SampleOptions{TrajectoryMean: true})
+	if math.Abs(even) > 1e-5 {
+		t.Fatalf("trajectory mean: advantages %v sum to %v over the trained tokens: want 0", eadv, even)
+	}
+	// The mean trajectory (4 tokens) keeps its advantage's scale: the
+	// success's 2 tokens weigh twice, the failure's 6 two thirds.
+	if math.Abs(float64(eadv[0])-2*float64(padv[0])) > 1e-5 || math.Abs(float64(eadv[1])-float64(padv[1])*2/3) > 1e-5 {
+		t.Fatalf("trajectory mean: advantages %v from %v: want the success's doubled and the failure's at two thirds", eadv, padv)
+	}
+	// Over the API, the same request with and without it moves the model differently.
+	m := newModel(t, 64, 4, 0.5)
+	s := newService(t, m, Options{})
+	loss := pgLoss()
+	grad := func(even bool) []float32 {
+		s.Training().ZeroGrad()
+		if _, err := s.ForwardBackward(ctx, ForwardBackwardRequest{Samples: samples, TrajectoryMean: even, Loss: loss}); err != nil {
+			t.Fatal(err)
+		}
+		g, _ := s.Training().Grad("model.embed_tokens.weight")
+		return slices.Clone(g)
+	}
+	if slices.Equal(grad(false), grad(true)) {
+		t.Fatal("trajectory_mean changed no gradient")
+	}
+}
