@@ -26,9 +26,9 @@
 // advantage estimator; with Config.TrajectoryMean each trajectory weighs
 // the same however many turns it took) and one optim_step, then publishes
 // the weights as the next version: requests in flight keep the version
-// they began with, nothing is refused while publishing. A trajectory whose samples do not
-// come within SampleTimeout is played again (twice at most, then the step
-// goes on without it, counted in missing_trajectories).
+// they began with, nothing is refused while publishing. A trajectory whose
+// samples do not come within SampleTimeout is played again (twice at most,
+// then the step goes on without it, counted in missing_trajectories).
 //
 // # Staleness
 //

@@ -162,7 +162,7 @@ func FromSamples(samples []rl.Sample, opt SampleOptions) ([]Datum, Conversion, e
 		if err != nil {
 			return nil, cv, fmt.Errorf("sample %d (group %d, index %d): %w", i, s.GroupIndex, s.Index, err)
 		}
-		if d.LossMask != nil && !anyTrained(d.LossMask) {
+		if d.LossMask != nil && d.trainedTokens() == 0 {
 			cv.Dropped++
 			continue
 		}
@@ -201,7 +201,7 @@ type rlTrajectory struct{ group, index int }
 func spreadOverTrajectories(data []Datum, traj []rlTrajectory) {
 	tokens := map[rlTrajectory]int{}
 	for i := range data {
-		tokens[traj[i]] += trainedTokens(&data[i])
+		tokens[traj[i]] += data[i].trainedTokens()
 	}
 	total := 0
 	for _, n := range tokens {
@@ -216,26 +216,14 @@ func spreadOverTrajectories(data []Datum, traj []rlTrajectory) {
 }
 
 // trainedTokens counts the response tokens the loss mask trains.
-func trainedTokens(d *Datum) int {
-	if d.LossMask == nil {
-		return d.ResponseLength
-	}
+func (d *Datum) trainedTokens() int {
 	n := 0
-	for _, m := range d.LossMask {
-		if m != 0 {
+	for k := range d.ResponseLength {
+		if d.trained(k) {
 			n++
 		}
 	}
 	return n
-}
-
-func anyTrained(mask []int) bool {
-	for _, m := range mask {
-		if m != 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // sampleDatum is one sample's sequence: its ids, or its text tokenized.

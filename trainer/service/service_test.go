@@ -480,7 +480,7 @@ func TestTrajectoryMean(t *testing.T) {
 		}
 		sum, adv := 0.0, []float32{}
 		for i := range data {
-			sum += float64(data[i].Advantage) * float64(trainedTokens(&data[i]))
+			sum += float64(data[i].Advantage) * float64(data[i].trainedTokens())
 			adv = append(adv, data[i].Advantage)
 		}
 		return sum, adv
