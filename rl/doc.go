@@ -177,18 +177,20 @@
 // PolicyTurns: context messages, prompt and response token ids and
 // log-probs when the policy server gave them, the response text
 // otherwise; ApplyJudgements fills in the judge's r_t and hints). The JSON
-// field names are slime's Sample's:
+// field names are upstream slime's Sample's, except metadata's keys
+// (metadata.step_wise is what OpenClaw-RL's fork of slime reads; opd and
+// nextstate are ours); docs/formats.md says whose each field is:
 //
 //	field               type                 meaning
 //	group_index         int                  the task's group, for GRPO
-//	index               int                  the trajectory; shared by its samples (slime's dynamic_history)
+//	index               int                  the trajectory; shared by its samples (the fork's dynamic_history; slime's rollout_id)
 //	prompt              [message]            the context the policy saw: {role, content, name?, tool_calls?, tool_call_id?}
 //	response            string               the policy's reply
 //	tokens              [int]                prompt ids then response ids; [] for a text-only turn
 //	response_length     int                  response tokens at the end of tokens
 //	loss_mask           [int]                per response token: 1 trained, 0 not
 //	rollout_log_probs   [float] | null       per response token, the policy's log-prob when sampled
-//	reward              float                the sequence score o + c·mean(r)
+//	reward              float                the sequence score o + c·mean(r), written as a float (1.0)
 //	status              string               completed (terminated), truncated (cut off, agent failure), aborted (infra)
 //	remove_sample       bool                 masked: slime zeroes its loss mask
 //	metadata.step_wise  object               step_scores [r_t], step_scores_with_outcome [R_t], step_indices [t],

@@ -1,6 +1,8 @@
 package rl
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -56,12 +58,21 @@ func TeacherMessages(messages []Message, hint string) []Message {
 }
 
 // Sample is one training sample: one trained turn of a trajectory, with
-// the field names of slime's Sample, so a slime or verl rollout function
-// takes the JSON as it is (slime's Sample.from_dict).
+// the field names of upstream slime's Sample (slime/utils/types.py), so
+// Sample.from_dict takes the JSON as it is. Which fields are upstream
+// slime's, which OpenClaw-RL's fork of slime reads, and which are
+// nextstate's own is in docs/formats.md ("Training samples"). The JSON
+// writes Reward and the step-wise scores as floats (1.0, not 1), since
+// slime declares them floats.
+//
+// A sample has no rollout_id: upstream slime groups the training samples
+// of one rollout by Sample.rollout_id, and clients/python's slime adapter
+// sets it from Index.
 type Sample struct {
 	GroupIndex int `json:"group_index"`
 	// Index identifies the trajectory: the samples of one trajectory share
-	// it (slime's dynamic_history convention); Metadata.StepWise.StepIndices
+	// it (what OpenClaw-RL's fork calls dynamic_history; the slime adapter
+	// makes it upstream slime's rollout_id); Metadata.StepWise.StepIndices
 	// tells the turn.
 	Index int `json:"index"`
 	// Prompt is the context the policy saw (the original context).
@@ -96,8 +107,9 @@ type Metadata struct {
 	Origin Origin `json:"nextstate"`
 }
 
-// StepWiseScores is the step-wise reward metadata OpenClaw-RL's slime reads. A
-// per-turn sample holds one step.
+// StepWiseScores is the step-wise reward metadata that OpenClaw-RL's fork of
+// slime reads for its step_wise advantage estimator (upstream slime does not
+// read it). A per-turn sample holds one step.
 type StepWiseScores struct {
 	StepScores            []float64 `json:"step_scores"`              // r_t, the process reward
 	StepScoresWithOutcome []float64 `json:"step_scores_with_outcome"` // R_t = o·γ^(T−1−t) + c·r_t
@@ -112,6 +124,52 @@ type StepWiseScores struct {
 type OPD struct {
 	Hint          string    `json:"hint"`
 	TeacherPrompt []Message `json:"teacher_prompt"`
+}
+
+// MarshalJSON writes the sample with Reward as a float (see Sample).
+func (s Sample) MarshalJSON() ([]byte, error) {
+	type fields Sample // without this method
+	return json.Marshal(struct {
+		fields
+		Reward floatJSON `json:"reward"`
+	}{fields(s), floatJSON(s.Reward)})
+}
+
+// MarshalJSON writes the scores as floats (see Sample).
+func (w StepWiseScores) MarshalJSON() ([]byte, error) {
+	type fields StepWiseScores // without this method
+	return json.Marshal(struct {
+		fields
+		StepScores            []floatJSON `json:"step_scores"`
+		StepScoresWithOutcome []floatJSON `json:"step_scores_with_outcome"`
+		OutcomeReward         floatJSON   `json:"outcome_reward"`
+	}{fields(w), floatsJSON(w.StepScores), floatsJSON(w.StepScoresWithOutcome), floatJSON(w.OutcomeReward)})
+}
+
+// floatJSON is a float64 whose JSON always has a fraction or an exponent
+// (1.0, not 1), so that a Python reader gets a float, not an int.
+type floatJSON float64
+
+func (f floatJSON) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(float64(f))
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.ContainsAny(b, ".eE") {
+		b = append(b, ".0"...)
+	}
+	return b, nil
+}
+
+func floatsJSON(xs []float64) []floatJSON {
+	if xs == nil {
+		return nil
+	}
+	out := make([]floatJSON, len(xs))
+	for i, x := range xs {
+		out[i] = floatJSON(x)
+	}
+	return out
 }
 
 // Origin locates a sample's step in the trajectory record.

@@ -242,3 +242,34 @@ func TestApplyJudgements(t *testing.T) {
 		}
 	}
 }
+
+// slime declares Sample.reward a float: a whole-number score must reach a
+// Python reader as 1.0, not 1, and so must the step-wise scores.
+func TestSampleJSONFloats(t *testing.T) {
+	ss, err := BuildSamples(twoTurnRollout(), DefaultMix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(&ss[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"reward":1.0`, `"step_scores":[1.0]`, `"step_scores_with_outcome":[2.0]`,
+		`"outcome_reward":1.0`, `"rollout_log_probs":[-0.1,-0.2]`, `"tokens":[10,11,12,20,21]`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("json lacks %s: %s", want, b)
+		}
+	}
+	var back Sample
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, ss[0]) {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", back, ss[0])
+	}
+	for f, want := range map[float64]string{0.5: "0.5", -2: "-2.0", 1e21: "1e+21", 0: "0.0"} {
+		if got, _ := json.Marshal(floatJSON(f)); string(got) != want {
+			t.Errorf("floatJSON(%v) = %s, want %s", f, got, want)
+		}
+	}
+}

@@ -20,7 +20,10 @@ A trajectory any of whose samples is masked (``remove_sample`` true or status
 ``aborted``: an infrastructure failure says nothing about the agent) is
 dropped whole: slime's group normalization would still count its reward.
 Its offsets are reported as processed, and its group waits for ``n`` valid
-trajectories (a rerun of the failed trial fills it).
+trajectories (a rerun of the failed trial fills it). With ``drop_text_only``,
+a trajectory none of whose turns carries token ids is dropped the same way
+(counted apart, in ``dropped_text_only``), for a consumer that leaves text-only
+turns out of training.
 """
 
 from __future__ import annotations
@@ -47,6 +50,11 @@ class Trajectory:
         return any(bool(s.get("remove_sample")) or s.get("status") == "aborted" for s in self.samples)
 
     @property
+    def text_only(self) -> bool:
+        """No turn carries token ids (its agent sent text only)."""
+        return not any(s.get("tokens") for s in self.samples)
+
+    @property
     def reward(self) -> float:
         """The trajectory's sequence score (the same on each of its samples)."""
         return float(self.samples[0].get("reward", 0.0)) if self.samples else 0.0
@@ -68,10 +76,12 @@ class GroupAssembler:
     """Collects samples (in offset order) into groups of ``n`` complete,
     unmasked trajectories; see the module doc."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, *, drop_text_only: bool = False) -> None:
         if n < 1:
             raise ValueError(f"n_samples_per_prompt {n}: want 1 or more trajectories per group")
         self.n = n
+        self.drop_text_only = drop_text_only
+        self.dropped_text_only = 0
         self._open: Optional[Trajectory] = None  # the trajectory whose samples are arriving
         self._by_index: dict[int, Trajectory] = {}
         # group_index -> complete valid trajectories, oldest first
@@ -134,10 +144,14 @@ class GroupAssembler:
         t.complete = True
         if self._open is t:
             self._open = None
-        if t.masked:
+        text_only = self.drop_text_only and t.text_only
+        if t.masked or text_only:
             del self._by_index[t.index]
             self._dropped.extend(t.offsets)
-            self.dropped_trajectories += 1
+            if t.masked:
+                self.dropped_trajectories += 1
+            else:
+                self.dropped_text_only += 1
             return
         q = self._groups.setdefault(t.group_index, collections.deque())
         q.append(t)
@@ -148,6 +162,25 @@ class GroupAssembler:
         """The offsets of masked trajectories dropped since the last call."""
         out, self._dropped = self._dropped, []
         return out
+
+    def take_all(self) -> list[list[Trajectory]]:
+        """Every complete trajectory held, whatever the group sizes, as one
+        group per ``group_index`` (the group first completed first; within
+        a group by index). For evaluation, where each task's trajectories
+        are all wanted however many the run played."""
+        out: dict[int, list[Trajectory]] = {}
+        for g, q in self._groups.items():
+            out.setdefault(g, []).extend(q)
+            for t in q:
+                del self._by_index[t.index]
+        self._groups.clear()
+        self._ready.clear()
+        return [sorted(ts, key=lambda t: t.index) for ts in out.values()]
+
+    @property
+    def complete_trajectories(self) -> int:
+        """Complete, valid trajectories held."""
+        return sum(len(q) for q in self._groups.values())
 
     def take(self, groups: int) -> list[list[Trajectory]]:
         """Up to ``groups`` groups of ``n`` trajectories each, the groups

@@ -16,7 +16,7 @@ from nextstate import slime_adapter as sa
 from nextstate.samples import SampleStream, fetch_samples, iter_samples_http, read_offset
 
 from .live import TOKEN, URL, WAIT, LiveTest, play_guess
-from .test_slime_adapter import FakeTokenizer
+from .test_slime_adapter import END, FakeTokenizer, slime_args
 
 
 class SamplesBase(LiveTest):
@@ -89,8 +89,8 @@ class SamplesTest(SamplesBase):
         with self.assertRaisesRegex(ValueError, "no token ids"):
             sa.convert_sample(first, recs[0].offset, sample_cls=sa.PlainSample)
         out = sa.convert_sample(first, recs[0].offset, tokenizer=FakeTokenizer(), sample_cls=sa.PlainSample)
-        self.assertEqual(out.tokens[-2:], [ord("5"), ord("0")])
-        self.assertEqual((out.response_length, out.loss_mask, out.rollout_log_probs), (2, [1, 1], None))
+        self.assertEqual(out.tokens[-3:], [ord("5"), ord("0"), END], "the reply, then the end of the turn")
+        self.assertEqual((out.response_length, out.loss_mask, out.rollout_log_probs), (3, [1, 1, 1], None))
 
     async def test_window_holds_back_until_ack(self) -> None:
         [episode] = await self.play([7])
@@ -185,7 +185,7 @@ class AdapterLiveTest(SamplesBase):
         b = sa.StreamBatcher(stream, 3, settle=0.3)
         groups = await b.collect(1, timeout=WAIT)
         self.assertEqual([len(t.samples) for t in groups[0]], [len(e) for e in episodes])
-        out = sa.convert_groups(groups, sample_cls=sa.PlainSample)
+        out = sa.convert_groups(groups, sample_cls=sa.PlainSample).samples
         self.assertEqual([[s.metadata["nextstate"]["step"] for s in t] for t in out[0]],
                          [list(range(1, len(e) + 1)) for e in episodes])
         self.assertEqual({s.rollout_id for s in out[0][0]}, {groups[0][0].index})
@@ -209,3 +209,29 @@ class AdapterLiveTest(SamplesBase):
         self.assertTrue(all(isinstance(s, sa.PlainSample) for s in samples), "plain samples without slime")
         self.assertTrue(all(s.reward == 1.0 and s.status == "completed" for s in samples))
         self.assertEqual(len({s.index for s in samples}), 4)
+        self.assertTrue(all(s.rollout_id == s.index and s.metadata["nextstate"]["advantage"] == 0.0 for s in samples),
+                        "equal rewards: advantage 0")
+
+    async def test_generate_rollout_refuses_slime_without_the_hook(self) -> None:
+        args = slime_args(custom_reward_post_process_path=None)
+        with self.assertRaisesRegex(ValueError, "custom-reward-post-process-path"):
+            await asyncio.to_thread(sa.generate_rollout, args, 0, None, False)
+
+    async def test_evaluation_with_k_above_1(self) -> None:
+        # An eval run with 3 trajectories of one task; slime's
+        # n_samples_per_eval_prompt is left at its default, 1.
+        episodes = await self.play([7, 8, 9])
+        env = {"NEXTSTATE_URL": URL, "NEXTSTATE_TOKEN": TOKEN or "", "NEXTSTATE_EVAL_RUN": self.run_id,
+               "NEXTSTATE_SAMPLES_SETTLE": "0.3", "NEXTSTATE_ROLLOUT_TIMEOUT": str(WAIT)}
+        args = slime_args(rollout_batch_size=1, n_samples_per_prompt=1, n_samples_per_eval_prompt=1)
+        await self.stored(sum(len(e) for e in episodes))
+        with unittest.mock.patch.dict(os.environ, env):
+            try:
+                out = await asyncio.to_thread(sa.generate_rollout, args, 0, None, True)
+            finally:
+                await asyncio.to_thread(sa.close)
+        [(name, data)] = out.items()
+        self.assertEqual(name, f"nextstate/{self.run_id}")
+        self.assertEqual(data["rewards"], [1.0, 1.0, 1.0], "every trajectory of the eval run")
+        self.assertEqual(data["truncated"], [False] * 3)
+        self.assertEqual(len(data["samples"]), sum(len(e) for e in episodes))

@@ -9,9 +9,12 @@ import os
 import unittest
 
 from nextstate import slime_adapter as sa
+from nextstate.groups import GroupAssembler
 from nextstate.samples import iter_samples_http
 
+from . import slime_model as slime
 from .live import TOKEN, URL
+from .test_slime_adapter import slime_args
 
 
 class TrainSamplesTest(unittest.TestCase):
@@ -31,3 +34,19 @@ class TrainSamplesTest(unittest.TestCase):
             self.assertEqual(out.tokens, s["tokens"])
             self.assertEqual(out.rollout_log_probs, s["rollout_log_probs"])
             self.assertEqual(out.metadata["nextstate"]["offset"], r.offset)
+            self.assertIsInstance(s["reward"], float, "slime declares reward a float")
+            slime.Sample.from_dict(s)
+        # The run's one group of k=2 trajectories, as upstream slime would train it.
+        g = GroupAssembler(2)
+        for r in recs:
+            g.add(r.offset, r.sample)
+        g.settle()
+        groups = g.take(1)
+        self.assertEqual(len(groups), 1, "one group of 2 trajectories")
+        b = sa.convert_groups(groups, sample_cls=slime.Sample)
+        args = slime_args(n_samples_per_prompt=2, rollout_batch_size=1, global_batch_size=2)
+        flat, data, steps = slime.train_on(args, b.samples, hook=sa.post_process_rewards)
+        self.assertEqual(len(flat), len(recs))
+        self.assertEqual(len(data["rollout_log_probs"]), len(recs))
+        self.assertEqual(sorted(set(data["rollout_ids"])), sorted(t.index for t in groups[0]))
+        self.assertEqual(len(steps), 1)
