@@ -80,6 +80,13 @@ type Config struct {
 	// failures, which run to the step limit, outweigh its successes.
 	TrajectoryMean bool
 	Adam           service.AdamParams
+	// WarmupSteps raises the learning rate linearly from Adam.LR/WarmupSteps
+	// at the first optimizer step to Adam.LR at step WarmupSteps (0: the
+	// full rate from the first). Adam's first steps move every weight by
+	// about the learning rate whatever its gradient, since its moment
+	// estimates start from nothing; a short warm-up keeps them from
+	// scattering a small model's policy before the estimates settle.
+	WarmupSteps int
 	// SaveEvery saves the training state every that many steps (default
 	// 1, and always after the last); the samples of a step are
 	// acknowledged once a saved state holds it, and a rerun resumes from

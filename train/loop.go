@@ -277,6 +277,16 @@ func (l *Loop) recordEval(ml *metricsLog, em *EvalMetrics) error {
 	return ml.write(em)
 }
 
+// adamAt is the optimizer's settings for optimizer step n (1 the first):
+// the learning rate warmed up over Config.WarmupSteps.
+func (l *Loop) adamAt(n int) service.AdamParams {
+	a := l.cfg.Adam
+	if w := l.cfg.WarmupSteps; w > 0 && n < w {
+		a.LR *= float64(n) / float64(w)
+	}
+	return a
+}
+
 // step trains on batch b's samples: one forward_backward over the whole
 // batch (its groups whole, for the advantages), one optim_step, and a
 // published version, unless nothing in it had anything to learn.
@@ -310,7 +320,7 @@ func (l *Loop) step(ctx context.Context, b int, r rollout, bs *batchSamples) (Me
 	}
 	version := trainedAt
 	if fb.Tokens > 0 {
-		or, err := l.cfg.Trainer.OptimStep(ctx, l.cfg.Adam)
+		or, err := l.cfg.Trainer.OptimStep(ctx, l.adamAt(trainedAt+1))
 		if err != nil {
 			return m, fmt.Errorf("train: step %d: optim_step: %w", b, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -322,5 +323,20 @@ func TestLoopBatchWithoutSamples(t *testing.T) {
 	}
 	if len(steps) != 2 || steps[1].Trained || steps[1].Samples != 0 || steps[1].Version != 0 {
 		t.Fatalf("steps %+v; want two recorded, untrained, without samples", steps)
+	}
+}
+
+// The learning rate rises linearly over WarmupSteps optimizer steps, then
+// stays at Adam.LR; the other settings pass through.
+func TestWarmup(t *testing.T) {
+	l := &Loop{cfg: Config{WarmupSteps: 4, Adam: service.AdamParams{LR: 1e-3, MaxGradNorm: 1}}}
+	for n, want := range map[int]float64{1: 2.5e-4, 2: 5e-4, 3: 7.5e-4, 4: 1e-3, 50: 1e-3} {
+		if a := l.adamAt(n); math.Abs(a.LR-want) > 1e-12 || a.MaxGradNorm != 1 {
+			t.Errorf("optimizer step %d: %+v; want learning rate %g", n, a, want)
+		}
+	}
+	l.cfg.WarmupSteps = 0
+	if a := l.adamAt(1); a.LR != 1e-3 {
+		t.Errorf("without warm-up, the first step's learning rate is %g; want 1e-3", a.LR)
 	}
 }

@@ -34,7 +34,7 @@ type trainFlags struct {
 	suites, settings                                         []string
 	mix                                                      map[string]string
 	rank, k, groups, steps, staleness, concurrency, evalEach int
-	evalK                                                    int
+	evalK, warmup                                            int
 	saveEvery, maxTokens, maxTurns, budget, maxBatch         int
 	alpha, lr, temperature, maxGradNorm, weightDecay, pass   float64
 	seed                                                     int64
@@ -102,6 +102,7 @@ by the flags' names; the command line wins.`,
 	fl.StringVar(&f.estimator, "estimator", "grpo", "advantage estimator: grpo, step_wise or plain")
 	fl.BoolVar(&f.trajectoryMean, "trajectory-mean", true, "weigh every trajectory the same in the policy gradient, however many turns it took (false: every token the same, as slime does)")
 	fl.Float64Var(&f.lr, "lr", 1e-5, "AdamW learning rate")
+	fl.IntVar(&f.warmup, "warmup-steps", 0, "raise the learning rate linearly to --lr over this many optimizer steps (0: none)")
 	fl.Float64Var(&f.weightDecay, "weight-decay", 0, "AdamW weight decay")
 	fl.Float64Var(&f.maxGradNorm, "max-grad-norm", 1, "clip the gradient norm to this (0: no clipping)")
 	fl.Float64Var(&f.temperature, "temperature", 1, "the rollouts' sampling temperature")
@@ -264,6 +265,8 @@ func runTrain(ctx context.Context, stdout, stderr io.Writer, f trainFlags) error
 		return fmt.Errorf("--lora %d: want a rank, or 0 for full fine-tuning", f.rank)
 	case f.staleness < 0:
 		return fmt.Errorf("--max-staleness %d: want 0 or more", f.staleness)
+	case f.warmup < 0:
+		return fmt.Errorf("--warmup-steps %d: want 0 or more", f.warmup)
 	case f.judge != "" && f.judge != "none" && f.judge != "self" && f.judge != "url" && f.judge != "rule":
 		return fmt.Errorf("--judge %q: want none, rule, self or url", f.judge)
 	case f.judge == "url" && f.judgeF.url == "":
@@ -382,7 +385,7 @@ func runTrain(ctx context.Context, stdout, stderr io.Writer, f trainFlags) error
 	temp := f.temperature
 	cfg := train.Config{Gym: gymClient, Trainer: svc, Tasks: tasks, Known: known, Mix: mix, Eval: eval, EvalSuite: evalSuite,
 		EvalEvery: f.evalEach, EvalK: f.evalK, GroupSize: f.k, Groups: f.groups, Steps: f.steps, MaxStaleness: f.staleness, Concurrency: f.concurrency,
-		Loss: loss, Estimator: f.estimator, TrajectoryMean: f.trajectoryMean, Adam: service.AdamParams{LR: f.lr, WeightDecay: f.weightDecay, MaxGradNorm: f.maxGradNorm},
+		Loss: loss, Estimator: f.estimator, TrajectoryMean: f.trajectoryMean, WarmupSteps: f.warmup, Adam: service.AdamParams{LR: f.lr, WeightDecay: f.weightDecay, MaxGradNorm: f.maxGradNorm},
 		SaveEvery: f.saveEvery, SampleTimeout: f.sampleTimeout, PassThreshold: f.pass, Dir: f.out, Seed: f.seed, Progress: stdout,
 		Logger: log,
 		Policy: agent.Config{BaseURL: policy.URL, Model: name, Temperature: &temp, MaxTokens: f.maxTokens, MaxTurns: f.maxTurns,
