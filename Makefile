@@ -9,7 +9,7 @@ FUZZTIME  ?= 10s
 PYTHON    ?= /usr/bin/python3
 PKGS      := ./...
 
-.PHONY: all deps build image demo learn test unit race fuzz python-test leaks leaks-start bench bench-ws bench-sandbox vet clean
+.PHONY: all deps build image demo learn test unit race fuzz python-test slime-check leaks leaks-start bench bench-ws bench-sandbox vet clean
 
 all: build
 
@@ -75,6 +75,12 @@ fuzz:
 # protocol conformance tests against a loopback server the script starts and stops.
 python-test: build
 	NEXTSTATE_BIN=$(BIN) PYTHON=$(PYTHON) clients/python/run_tests.sh
+
+# The slime adapter against upstream slime's own code (clients/python/slime_check.py):
+# SLIME_DIR is a checkout of github.com/THUDM/slime. Not part of `test`: CI has none.
+slime-check: build
+	@test -n "$(SLIME_DIR)" || { echo "make slime-check: set SLIME_DIR to a checkout of github.com/THUDM/slime" >&2; exit 2; }
+	SLIME_DIR=$(SLIME_DIR) NEXTSTATE_BIN=$(BIN) PYTHONDONTWRITEBYTECODE=1 $(PYTHON) clients/python/slime_check.py
 
 # Speed numbers, never asserted by tests.
 bench:

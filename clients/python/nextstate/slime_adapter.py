@@ -14,6 +14,7 @@ once converted, and returns them::
     NEXTSTATE_URL=ws://trainer-gw:7070 NEXTSTATE_TOKEN=... NEXTSTATE_RUN=grpo-1 \\
     python train.py ... --rollout-function-path nextstate.slime_adapter.generate_rollout \\
         --custom-reward-post-process-path nextstate.slime_adapter.post_process_rewards \\
+        --use-dynamic-batch-size --max-tokens-per-gpu 8192 \\
         --rollout-batch-size 32 --n-samples-per-prompt 8
 
 Settings, from ``args`` attributes when set, else environment variables:
@@ -55,7 +56,11 @@ sample standard deviation + 1e-6 for grpo, gspo and cispo when
 ``metadata.nextstate.advantage`` on every turn, and
 :func:`post_process_rewards`, slime's ``--custom-reward-post-process-path``,
 hands them to slime. Without that flag (and with an estimator slime
-normalizes for) :func:`generate_rollout` refuses to start.
+normalizes for) :func:`generate_rollout` refuses to start. A training
+step holds whole trajectories, so its sample count varies: with more than
+one data-parallel rank slime's static micro-batches fail on a count that
+is not a multiple of the rank count, and ``--use-dynamic-batch-size`` is
+needed (the adapter warns without it).
 
 Why not one sample per trajectory (the conversation as one token chain,
 slime/agent/trajectory.py's shape)? That needs every turn's prompt ids to
@@ -368,7 +373,17 @@ def check_layout(layout: str) -> None:
 def check_slime_args(args: Any, layout: str) -> None:
     """Raises ValueError when slime's ``args`` would train layout ``turns``
     wrongly: an estimator slime normalizes by group, without
-    :data:`REWARD_HOOK` as ``--custom-reward-post-process-path``."""
+    :data:`REWARD_HOOK` as ``--custom-reward-post-process-path``. Warns
+    once without ``--use-dynamic-batch-size``: slime's static micro-batches
+    need each step's sample count to be a multiple of the data-parallel
+    size, which turns per trajectory do not keep."""
+    global _warned_static_batches
+    if layout == "turns" and getattr(args, "use_dynamic_batch_size", True) is False and not _warned_static_batches:
+        _warned_static_batches = True
+        log.warning("nextstate: without --use-dynamic-batch-size, slime's training steps need a sample count that "
+                    "is a multiple of data-parallel size × --micro-batch-size, which one sample per turn does not "
+                    "guarantee: with more than one data-parallel rank, pass --use-dynamic-batch-size "
+                    "--max-tokens-per-gpu N")
     if layout != "turns" or not hasattr(args, "advantage_estimator"):
         return
     if args.advantage_estimator not in GROUP_ESTIMATORS or not getattr(args, "rewards_normalization", True):
@@ -719,6 +734,7 @@ _bg: Optional[_Background] = None
 _bg_lock = threading.Lock()
 _tokenizer: Any = None
 _warned_megatron_opd = False
+_warned_static_batches = False
 
 
 def _background() -> _Background:

@@ -181,7 +181,10 @@ def train_data(args: Any, samples: list, hook: Optional[Callable] = None) -> dic
         "rollout_mask_sums": [totals[rid] for rid in ids],
     }
     # rollout.py:715-716 and 746-747: the first sample decides whether the
-    # key exists; if it does, every sample's value is taken.
+    # key exists; if it does, every sample's value is taken. slime makes the
+    # tensors per data-parallel rank after the step split (rollout.py:816),
+    # so a None in a rollout the split leaves out does not fail there; the
+    # model tensorizes every sample.
     if samples[0].rollout_log_probs is not None:
         data["rollout_log_probs"] = [_tensor(s.rollout_log_probs, "rollout_log_probs") for s in samples]
     if samples[0].teacher_log_probs is not None:
@@ -209,6 +212,16 @@ def steps_by_rollout(rollout_ids: Sequence[int], global_batch_size: int) -> list
     assert steps >= 1, f"{len(order)} rollouts < global_batch_size {global_batch_size}"
     return [[p for rid in order[k * global_batch_size:(k + 1) * global_batch_size] for p in by[rid]]
             for k in range(steps)]
+
+
+def static_steps_fit(step_sizes: Sequence[int], micro_batch_size: int, dp_size: int) -> bool:
+    """slime/utils/dp_schedule.py:125 and 157-184 (build_dp_schedule
+    without --use-dynamic-batch-size): each step's samples are cut into
+    micro-batches of micro_batch_size, and their count must be a multiple
+    of dp_size (times the virtual-pipeline group, not modeled), or slime
+    fails the step. With --use-dynamic-batch-size the micro-batches are
+    split until they fit (dp_schedule.py:170-176)."""
+    return all(-(-n // micro_batch_size) % dp_size == 0 for n in step_sizes)
 
 
 def train_on(args: Any, output: list, hook: Optional[Callable] = None) -> tuple[list, dict[str, Any], list]:

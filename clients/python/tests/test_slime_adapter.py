@@ -254,6 +254,20 @@ class GroupAdvantageTest(unittest.TestCase):
         sa.check_slime_args(slime_args(custom_reward_post_process_path=None, rewards_normalization=False), "turns")
         sa.check_slime_args(slime_args(custom_reward_post_process_path=None, advantage_estimator="ppo"), "turns")
 
+    def test_static_micro_batches(self) -> None:
+        # One step of 6 trajectories holds 13 turns: slime's static micro-batches
+        # cannot be shared evenly by 2 data-parallel ranks, so the adapter tells
+        # users to pass --use-dynamic-batch-size.
+        _, b = self.batch()
+        _, _, steps = slime.train_on(slime_args(), b.samples, hook=sa.post_process_rewards)
+        self.assertEqual([len(st) for st in steps], [13])
+        self.assertFalse(slime.static_steps_fit([len(st) for st in steps], 1, 2))
+        self.assertTrue(slime.static_steps_fit([len(st) for st in steps], 1, 1))
+        sa._warned_static_batches = False
+        with self.assertLogs("nextstate", "WARNING") as logs:
+            sa.check_slime_args(slime_args(use_dynamic_batch_size=False), "turns")
+        self.assertIn("pass --use-dynamic-batch-size", logs.output[0])
+
     def test_estimators(self) -> None:
         self.assertEqual(sa.group_advantages([1.0, 0.0, 0.5], "reinforce_plus_plus_baseline"), [0.5, -0.5, 0.0])
         self.assertEqual(sa.group_advantages([1.0, 0.0], "grpo", std_normalize=False), [0.5, -0.5])
