@@ -31,10 +31,13 @@ BFCL writes it (a list of {"function name": arguments}, the arguments an object 
 a JSON string), as OpenAI tool calls ([{"function": {"name", "arguments"}}]), or as a
 JSON string of either; any other string is a message with no calls. Answers for ids
 the data lacks are counted and listed, and cases without an answer count as wrong.
+A category with no answer at all is "not scored": listed with the reason and left
+out of the overall accuracy and the category mean.
 
 Without --answers it scores the ground truth's own answers (each parameter's first
 acceptable value), a self-check of the checker and the data, and reports the
-speed of the checker in cases/s.`,
+speed of the checker in cases/s. live_relevance has no ground truth in BFCL's data
+(any call passes), so the self-check reports it as not scored.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchBFCL(cmd.OutOrStdout(), f) },
 	}

@@ -107,7 +107,13 @@
 // {"function name": arguments}), as OpenAI tool calls, or as a string of
 // either (another string is a message); Score checks them per category,
 // counting answers for unknown ids and cases without an answer (a wrong
-// answer); SelfCheck scores the reference answers. `nextstate bench bfcl
+// answer); SelfCheck scores the reference answers. A category none of
+// whose cases has an answer is not scored (CategoryScore.NotScored, as
+// BFCL leaves out categories without results): shown as "not scored" with
+// the reason, and left out of the overall accuracy and the category mean.
+// That is always so for live_relevance in the self-check, since BFCL
+// publishes no ground truth for it (any call passes) and so it has no
+// reference answer. `nextstate bench bfcl
 // --data DIR [--answers FILE] [--json]` prints that report. Python-syntax
 // results of BFCL's prompting models ("[f(x=1)]") are not parsed: they
 // score as messages.

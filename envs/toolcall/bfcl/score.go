@@ -144,9 +144,16 @@ type Report struct {
 	Data       string          `json:"data,omitempty"` // the data folder, where the caller sets it
 	Source     string          `json:"source"`         // "ground truth" or the answers file
 	Categories []CategoryScore `json:"categories"`
-	Overall    CategoryScore   `json:"overall"`
-	// CategoryMean is the unweighted mean of the categories' accuracies.
+	// Overall sums the scored categories; the cases of categories not
+	// scored (CategoryScore.NotScored) are left out.
+	Overall CategoryScore `json:"overall"`
+	// CategoryMean is the unweighted mean of the scored categories'
+	// accuracies (0 when none is scored).
 	CategoryMean float64 `json:"category_mean"`
+	// ScoredCategories counts the categories in CategoryMean.
+	ScoredCategories int `json:"scored_categories"`
+	// NotScoredCases counts the cases of the categories not scored.
+	NotScoredCases int `json:"not_scored_cases,omitempty"`
 	// UnknownIDs are answers for ids the data does not have (not scored).
 	UnknownIDs []string `json:"unknown_ids,omitempty"`
 	// Skipped lists the data's categories that were not loaded.
@@ -156,7 +163,12 @@ type Report struct {
 }
 
 // CategoryScore is one category's score. Accuracy is Correct/Cases: a
-// case without an answer counts as wrong (reason "no_answer").
+// case without an answer counts as wrong (reason "no_answer"), provided
+// the category has an answer for at least one case. A category with no
+// answer at all is not scored, as BFCL leaves out the categories a model
+// has no results for: NotScored says why, Accuracy is 0 and means
+// nothing, no case is listed as failed, and Report leaves the category
+// out of Overall and CategoryMean.
 type CategoryScore struct {
 	Category   string         `json:"category"`
 	Cases      int            `json:"cases"`
@@ -165,6 +177,8 @@ type CategoryScore struct {
 	Correct    int            `json:"correct"`
 	Accuracy   float64        `json:"accuracy"`
 	Reasons    map[string]int `json:"reasons,omitempty"`
+	// NotScored, when set, says why the category is not scored.
+	NotScored string `json:"not_scored,omitempty"`
 	// Failures are the failed ids with their reasons, for --verbose use.
 	Failures []Failure `json:"failures,omitempty"`
 }
@@ -176,8 +190,14 @@ type Failure struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// Score checks answers against the dataset's cases.
+// Score checks answers against the dataset's cases. A category none of
+// whose cases is answered is not scored (CategoryScore.NotScored).
 func Score(ds *Dataset, answers []ModelAnswer, source string) *Report {
+	return score(ds, answers, source, func(string) string { return "no answer for any of its cases" })
+}
+
+// score is Score with unanswered categories' reason given by whyNone.
+func score(ds *Dataset, answers []ModelAnswer, source string, whyNone func(category string) string) *Report {
 	byID := make(map[string]*Answer, len(answers))
 	for i := range answers {
 		byID[answers[i].ID] = &answers[i].Answer
@@ -227,8 +247,16 @@ func Score(ds *Dataset, answers []ModelAnswer, source string) *Report {
 	var sum float64
 	for _, n := range names {
 		cs := cats[n]
+		if cs.Answered == 0 {
+			cs.NotScored = whyNone(n)
+			cs.Reasons, cs.Failures = map[string]int{}, nil
+			rep.NotScoredCases += cs.Cases
+			rep.Categories = append(rep.Categories, *cs)
+			continue
+		}
 		cs.Accuracy = float64(cs.Correct) / float64(cs.Cases)
 		sum += cs.Accuracy
+		rep.ScoredCategories++
 		rep.Categories = append(rep.Categories, *cs)
 		o := &rep.Overall
 		o.Cases += cs.Cases
@@ -241,7 +269,7 @@ func Score(ds *Dataset, answers []ModelAnswer, source string) *Report {
 	}
 	if rep.Overall.Cases > 0 {
 		rep.Overall.Accuracy = float64(rep.Overall.Correct) / float64(rep.Overall.Cases)
-		rep.CategoryMean = sum / float64(len(names))
+		rep.CategoryMean = sum / float64(rep.ScoredCategories)
 	}
 	if rep.Seconds > 0 {
 		rep.CasesPerSecond = float64(rep.Overall.Answered) / rep.Seconds
@@ -264,8 +292,17 @@ func (d *Dataset) References() []ModelAnswer {
 }
 
 // SelfCheck scores the ground truth's own reference answers: every case
-// should pass, except where BFCL's checker cannot accept any answer.
-func SelfCheck(ds *Dataset) *Report { return Score(ds, ds.References(), "ground truth") }
+// should pass, except where BFCL's checker cannot accept any answer. A
+// category BFCL publishes no ground truth for (live_relevance: any call
+// passes) has no reference answers and is not scored.
+func SelfCheck(ds *Dataset) *Report {
+	return score(ds, ds.References(), "ground truth", func(category string) string {
+		if !HasGroundTruth(category) {
+			return "BFCL publishes no ground truth for it, so there is no reference answer to score"
+		}
+		return "no reference answer for any of its cases"
+	})
+}
 
 // ReasonSummary renders reason counts as "3 × value_error_string, ...",
 // most frequent first.
@@ -292,13 +329,21 @@ func ReasonSummary(reasons map[string]int) string {
 }
 
 // WriteText writes the report as a table: each category's cases, answers,
-// correct answers, accuracy and failure reasons, then the totals, the
-// answers for unknown ids, and the scoring speed. With failures, every
-// failed case follows, with its reason and detail.
+// correct answers, accuracy and failure reasons ("not scored" and why for
+// a category without answers), then the totals over the scored
+// categories, the category mean, the answers for unknown ids, and the
+// scoring speed. With failures, every failed case follows, with its reason
+// and detail.
 func (r *Report) WriteText(w io.Writer, failures bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	var notScored []string
+	for _, cs := range r.Categories {
+		if cs.NotScored != "" {
+			notScored = append(notScored, cs.Category)
+		}
+	}
 	if r.Data != "" {
-		fmt.Fprintf(tw, "data\t%s (%d cases)\n", r.Data, r.Overall.Cases)
+		fmt.Fprintf(tw, "data\t%s (%d cases)\n", r.Data, r.Overall.Cases+r.NotScoredCases)
 	}
 	fmt.Fprintf(tw, "answers\t%s\n", r.Source)
 	for _, s := range r.Skipped {
@@ -306,13 +351,29 @@ func (r *Report) WriteText(w io.Writer, failures bool) error {
 	}
 	fmt.Fprintln(tw, "category\tcases\tanswered\tcorrect\taccuracy\tfailures")
 	row := func(cs CategoryScore) {
+		if cs.NotScored != "" {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t-\tnot scored\t%s\n", cs.Category, cs.Cases, cs.Answered, cs.NotScored)
+			return
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f%%\t%s\n", cs.Category, cs.Cases, cs.Answered, cs.Correct, 100*cs.Accuracy, ReasonSummary(cs.Reasons))
 	}
 	for _, cs := range r.Categories {
 		row(cs)
 	}
-	row(r.Overall)
-	fmt.Fprintf(tw, "category mean\t%.2f%%\n", 100*r.CategoryMean)
+	if len(notScored) > 0 {
+		o := r.Overall
+		o.Category = "overall (scored)"
+		row(o)
+		cases := "cases"
+		if r.NotScoredCases == 1 {
+			cases = "case"
+		}
+		fmt.Fprintf(tw, "category mean\t%.2f%% over %d scored categories; not scored, left out of both: %s (%d %s)\n",
+			100*r.CategoryMean, r.ScoredCategories, strings.Join(notScored, ", "), r.NotScoredCases, cases)
+	} else {
+		row(r.Overall)
+		fmt.Fprintf(tw, "category mean\t%.2f%%\n", 100*r.CategoryMean)
+	}
 	if len(r.UnknownIDs) > 0 {
 		shown := r.UnknownIDs
 		if len(shown) > 10 {
@@ -322,7 +383,7 @@ func (r *Report) WriteText(w io.Writer, failures bool) error {
 	} else {
 		fmt.Fprintf(tw, "unknown ids\t0\n")
 	}
-	fmt.Fprintf(tw, "unanswered\t%d cases (scored as wrong)\n", r.Overall.Unanswered)
+	fmt.Fprintf(tw, "unanswered\t%d cases of scored categories (scored as wrong)\n", r.Overall.Unanswered)
 	fmt.Fprintf(tw, "speed\t%d answers checked in %.3fs = %.0f cases/s\n", r.Overall.Answered, r.Seconds, r.CasesPerSecond)
 	if err := tw.Flush(); err != nil {
 		return err
