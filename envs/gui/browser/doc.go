@@ -20,7 +20,8 @@
 //
 // Page implements gui.Screen, so gui.Apply performs an agent's actions on
 // it. Coordinates are CSS pixels of the viewport, which are the
-// screenshot's pixels (device scale factor 1).
+// screenshot's pixels (device scale factor 1); the viewport is the whole
+// window the page is laid out in, or its top-left corner (The window).
 //
 // # The pool
 //
@@ -129,8 +130,18 @@
 // lives. Options of a drop-down select are listed with their select's box;
 // ClickElement chooses such an option (the select takes its value, input
 // and change fire), and clicks any other element at its centre with the
-// mouse after scrolling it into view. ElementsScript is the script, for
+// mouse after scrolling it into view. ElementsExpr is the script, for
 // callers that read more page state in the same evaluation.
+//
+// # The window
+//
+// A page is laid out in a window of the viewport's size, or with
+// SetWindow in a larger window whose top-left corner is the viewport:
+// the screenshot is that corner (where the window is scrolled to), action
+// coordinates are the viewport's, the element list holds what meets it,
+// and ClickElement scrolls an element into it. MiniWoB++ runs its tasks
+// so (a 500×320 window, the 160×210 task its top-left corner), and its
+// pages are laid out for that window.
 //
 // A Pool is safe for concurrent use. A Page's methods are called from one
 // goroutine at a time, except Close.

@@ -1,12 +1,13 @@
 // The visible elements of the page, for the element list of
 // click_element: every element with a non-empty box that meets the
-// viewport and is visible, that is interactive or holds text of its own.
+// viewport (the W×H top-left corner of the window, its size the
+// function's arguments) and is visible, that is interactive or holds text
+// of its own.
 // Each gets a ref kept in its data-ns-ref attribute, stable for as long as
 // the document lives. Options of a drop-down <select> have no box of their
 // own; they are listed with their select's. Boxes are clipped to the
 // viewport, in CSS pixels (the screenshot's at scale 1).
-(() => {
-  const W = window.innerWidth, H = window.innerHeight;
+((W, H) => {
   const MAX = 500, TEXT = 200;
   const interactive = new Set(['A', 'BUTTON', 'INPUT', 'SELECT', 'OPTION', 'TEXTAREA', 'LABEL', 'SUMMARY']);
   const skip = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'HEAD', 'META', 'LINK', 'TITLE']);
@@ -69,4 +70,4 @@
     out.push(e);
   }
   return out;
-})()
+})

@@ -28,7 +28,9 @@ const dragSteps = 10
 
 // Page is one tab in its own browser context. It implements gui.Screen:
 // coordinates are CSS pixels of the viewport, which are the screenshot's
-// pixels (the device scale factor is 1). Methods are called from one
+// pixels (the device scale factor is 1). The viewport is the top-left
+// corner of the window the page is laid out in, the whole window unless
+// SetWindow made the window larger. Methods are called from one
 // goroutine at a time (a gym.Session's); Close may be called from any.
 //
 // An operation on a page whose browser died fails with a gym.InfraFault
@@ -39,7 +41,8 @@ type Page struct {
 	ctx    context.Context // the tab's chromedp context
 	cancel context.CancelFunc
 	target *chromedp.Target
-	w, h   int
+	w, h   int // the viewport: the screenshot, action coordinates, the element list
+	ww, wh int // the window the page is laid out in; at least w×h
 
 	crashed   atomic.Bool // the tab's renderer crashed
 	closeOnce sync.Once
@@ -57,7 +60,7 @@ func (b *instance) newPage(ctx context.Context, w, h int) (*Page, error) {
 	if b.err != nil {
 		return nil, gym.InfraFault("browser_start", b.err)
 	}
-	p := &Page{b: b, w: w, h: h}
+	p := &Page{b: b, w: w, h: h, ww: w, wh: h}
 	pctx, cancel := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext(),
 		chromedp.WithListener(func(ev any) {
 			if _, ok := ev.(*inspector.EventTargetCrashed); ok {
@@ -132,17 +135,42 @@ func (p *Page) BrowserPID() int { return p.b.PID() }
 // Size implements gui.Screen: the viewport's size.
 func (p *Page) Size() (int, int) { return p.w, p.h }
 
-// SetViewport resizes the viewport (and so the screenshot).
+// SetViewport resizes the viewport (and so the screenshot); the window the
+// page is laid out in is the viewport.
 func (p *Page) SetViewport(ctx context.Context, width, height int) error {
+	return p.SetWindow(ctx, width, height, width, height)
+}
+
+// SetWindow lays the page out in a window of windowWidth×windowHeight CSS
+// pixels whose top-left width×height corner is the viewport: what the
+// screenshot shows, where action coordinates are, and what the element
+// list holds. This is how MiniWoB++ runs its tasks (a 500×320 window, the
+// screenshot cropped to the 160×210 task), and what its pages are laid
+// out for: a page whose script places a widget in the window before it
+// sizes it down (a jQuery UI dialog, 300 pixels wide at first) fits the
+// window, where a window of the viewport's size would scroll sideways to
+// the widget and leave the task out of view. The window is scrolled as a
+// whole (a wheel, a focused element); the viewport moves with it. The
+// window must be at least the viewport's size.
+func (p *Page) SetWindow(ctx context.Context, width, height, windowWidth, windowHeight int) error {
 	if width <= 0 || height <= 0 || width > 10000 || height > 10000 {
 		return fmt.Errorf("browser: viewport %dx%d: want 1..10000 pixels each way", width, height)
 	}
-	err := p.do(ctx, "setting the viewport", func(ctx context.Context) error { return setViewport(ctx, p.target, width, height) })
+	if windowWidth < width || windowHeight < height || windowWidth > 10000 || windowHeight > 10000 {
+		return fmt.Errorf("browser: window %dx%d for a viewport of %dx%d: want at least the viewport and at most 10000 pixels each way",
+			windowWidth, windowHeight, width, height)
+	}
+	err := p.do(ctx, "setting the viewport", func(ctx context.Context) error {
+		return setViewport(ctx, p.target, windowWidth, windowHeight)
+	})
 	if err == nil {
-		p.w, p.h = width, height
+		p.w, p.h, p.ww, p.wh = width, height, windowWidth, windowHeight
 	}
 	return err
 }
+
+// Window is the size of the window the page is laid out in (SetWindow).
+func (p *Page) Window() (int, int) { return p.ww, p.wh }
 
 // opCtx is a caller's context that carries the page's chromedp values, so
 // that an operation ends with the caller's deadline and chromedp finds
@@ -248,12 +276,26 @@ func firstLine(s string) string {
 
 func ptr[T any](v T) *T { return &v }
 
-// Screenshot implements gui.Screen: the viewport as PNG.
+// Screenshot implements gui.Screen: the viewport as PNG (of a window
+// larger than the viewport, its top-left corner as it is scrolled).
 func (p *Page) Screenshot(ctx context.Context) ([]byte, error) {
 	var png []byte
 	err := p.do(ctx, "taking a screenshot", func(ctx context.Context) error {
-		res, err := cdp.Call(ctx, p.target, page.CaptureScreenshot, page.CaptureScreenshotParams{
-			Format: page.CaptureScreenshotFormatPng, OptimizeForSpeed: ptr(true)})
+		params := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng, OptimizeForSpeed: ptr(true)}
+		if p.ww != p.w || p.wh != p.h {
+			// The clip is in the document's coordinates: the viewport is
+			// where the window is scrolled to.
+			m, err := cdp.Call(ctx, p.target, page.GetLayoutMetrics, cdp.Empty{})
+			if err != nil {
+				return err
+			}
+			var x, y float64
+			if vv := m.CSSVisualViewport; vv != nil {
+				x, y = vv.PageX, vv.PageY
+			}
+			params.Clip = &page.Viewport{X: x, Y: y, Width: float64(p.w), Height: float64(p.h), Scale: 1}
+		}
+		res, err := cdp.Call(ctx, p.target, page.CaptureScreenshot, params)
 		png = res.Data
 		return err
 	})

@@ -2,7 +2,9 @@ package browser
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"image/color"
 	"image/png"
 	"slices"
 	"strings"
@@ -352,5 +354,107 @@ func TestEvalError(t *testing.T) {
 	var n int
 	if err := pg.Eval(t.Context(), "1 + 2", &n); err != nil || n != 3 {
 		t.Errorf("1 + 2 = %d (%v)", n, err)
+	}
+}
+
+// TestWindow: a 100x100 viewport at the top-left of a 300x300 window
+// (SetWindow). The page is laid out in the window; the screenshot is the
+// viewport where the window is scrolled to; the element list leaves out
+// what is in the window but not the viewport; ClickElement scrolls an
+// element into the viewport, and refuses one that no scrolling brings in.
+func TestWindow(t *testing.T) {
+	p := newPool(t, Options{})
+	ctx := t.Context()
+	pg, err := p.NewPage(ctx, 100, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pg.Close(context.Background()) })
+	if err := pg.SetWindow(ctx, 100, 100, 50, 300); err == nil || !strings.Contains(err.Error(), "want at least the viewport") {
+		t.Errorf("a window narrower than the viewport: %v", err)
+	}
+	if err := pg.SetWindow(ctx, 100, 100, 300, 300); err != nil {
+		t.Fatal(err)
+	}
+	if err := pg.Navigate(ctx, testServer(t).URL+"/window.html"); err != nil {
+		t.Fatal(err)
+	}
+	if w, h := pg.Size(); w != 100 || h != 100 {
+		t.Errorf("Size %dx%d, want the viewport's 100x100", w, h)
+	}
+	if w, h := pg.Window(); w != 300 || h != 300 {
+		t.Errorf("Window %dx%d, want 300x300", w, h)
+	}
+	if w := evalT[int](t, pg, "window.innerWidth"); w != 300 {
+		t.Errorf("the page's innerWidth is %d, want the window's 300", w)
+	}
+	pixel := func(what string, x, y int, want color.RGBA) {
+		t.Helper()
+		shot, err := pg.Screenshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(bytes.NewReader(shot))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := img.Bounds(); b.Dx() != 100 || b.Dy() != 100 {
+			t.Fatalf("%s: the screenshot is %dx%d, want the viewport's 100x100", what, b.Dx(), b.Dy())
+		}
+		r, g, b, _ := img.At(x, y).RGBA()
+		if got := (color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 255}); got != want {
+			t.Errorf("%s: pixel (%d,%d) is %v, want %v", what, x, y, got, want)
+		}
+	}
+	pixel("at the top", 50, 50, color.RGBA{255, 0, 0, 255})
+	if err := pg.Scroll(ctx, 50, 50, 0, 400); err != nil {
+		t.Fatal(err)
+	}
+	if y := evalT[float64](t, pg, "window.scrollY"); y != 400 {
+		t.Fatalf("scroll dy 400: scrollY %v", y)
+	}
+	pixel("scrolled 400 down", 50, 50, color.RGBA{0, 0, 255, 255})
+	if err := pg.Scroll(ctx, 50, 50, 0, -400); err != nil {
+		t.Fatal(err)
+	}
+
+	els, err := pg.Elements(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range els {
+		if e.ID == "beside" || e.ID == "inwindow" {
+			t.Errorf("%s is listed, though it is in the window but not the viewport: %+v", e.ID, e)
+		}
+	}
+	// Refs for both, listed with a viewport as large as the window.
+	if err := pg.SetWindow(ctx, 300, 300, 300, 300); err != nil {
+		t.Fatal(err)
+	}
+	if els, err = pg.Elements(ctx); err != nil {
+		t.Fatal(err)
+	}
+	refs := map[string]string{}
+	for _, e := range els {
+		refs[e.ID] = e.Ref
+	}
+	if refs["beside"] == "" || refs["inwindow"] == "" {
+		t.Fatalf("a 300x300 viewport does not list #beside and #inwindow: %+v", els)
+	}
+	if err := pg.SetWindow(ctx, 100, 100, 300, 300); err != nil {
+		t.Fatal(err)
+	}
+	if err := pg.ClickElement(ctx, refs["inwindow"]); err != nil {
+		t.Fatal(err)
+	}
+	if c := evalT[string](t, pg, "String(window.clicked)"); c != "inwindow" {
+		t.Errorf("click_element on #inwindow (window y 150, below the viewport) clicked %q", c)
+	}
+	if top := evalT[float64](t, pg, "document.getElementById('inwindow').getBoundingClientRect().bottom"); top > 100 {
+		t.Errorf("#inwindow's bottom is at %v after click_element, below the 100-pixel viewport", top)
+	}
+	// The page is as wide as the window: nothing scrolls #beside in.
+	if err := pg.ClickElement(ctx, refs["beside"]); !errors.Is(err, ErrUnknownRef) || !strings.Contains(err.Error(), "outside the screen") {
+		t.Errorf("click_element on #beside, which no scrolling brings into the viewport: %v, want ErrUnknownRef", err)
 	}
 }

@@ -8,14 +8,27 @@
 //
 // # Tasks
 //
-// A task's Data names a page and the viewport (the screenshot's size):
+// A task's Data names a page, the viewport (the screenshot's size) and,
+// optionally, the window the page is laid out in:
 //
-//	{"page": "miniwob/click-test.html", "width": 160, "height": 210}
+//	{"page": "miniwob/click-test.html", "width": 160, "height": 210,
+//	 "window_width": 500, "window_height": 320}
 //
 // The page is relative to the task's folder: the built-in pages
 // (webtasks.FS) for a task with no Dir, or the web.miniwob_dir setting when
 // it is set; a task loaded from a folder (Task.Dir) has its own. The
-// viewport defaults to MiniWoB++'s 160x210. The built-in tasks are
+// viewport defaults to MiniWoB++'s 160x210. The page is laid out in a
+// window of which the viewport is the top-left corner
+// (browser.Page.SetWindow), as MiniWoB++ runs its tasks: its window
+// defaults to MiniWoB++'s 500x320, or the viewport where that is larger
+// (each way). MiniWoB++'s pages are laid out for that window: in one of
+// the viewport's size, a page that places a widget wider than the task
+// and then sizes it down (click-dialog's jQuery UI dialog, 300 pixels at
+// first, its close button focused) scrolls the window sideways, and the
+// task is out of the screenshot and the element list. The screenshot,
+// action coordinates and the element list are the viewport's; the agent
+// scrolls the window with the scroll action, and click_element scrolls an
+// element into the viewport. The built-in tasks are
 // "web-<name>" (Spec.Tasks, from webtasks.Tasks). A MiniWoB++ html/ folder
 // (miniwob/*.html beside core/core.js; IsMiniWoBDir) loads as one task per
 // page, "miniwob-<name>" (LoadMiniWoB). The folder is served over loopback
@@ -85,7 +98,7 @@
 // "discounted_reward", "reward_reason" (once the page gave one), and with
 // the element list "elements" ([]gui.Element, boxes in screenshot pixels;
 // read it with gui.ElementsFrom). The reset info also has "tools" (the
-// computer tool in the OpenAI tools shape), "coords", "viewport" and
+// computer tool in the OpenAI tools shape), "coords", "viewport", "window" and
 // "episode_ms" (the page's time limit).
 //
 // # Settings

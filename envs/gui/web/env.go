@@ -72,10 +72,16 @@ const stateExpr = `({
   elements: %s
 })`
 
-var (
-	stateScript         = fmt.Sprintf(stateExpr, "null")
-	stateElementsScript = fmt.Sprintf(stateExpr, "\n"+browser.ElementsScript+"\n")
-)
+// stateScript reads the page's state, with the element list of a w×h
+// viewport when elements is set.
+func stateScript(elements bool, w, h int) string {
+	if !elements {
+		return stateNoElements
+	}
+	return fmt.Sprintf(stateExpr, "\n"+browser.ElementsExpr(w, h)+"\n")
+}
+
+var stateNoElements = fmt.Sprintf(stateExpr, "null")
 
 // startScript seeds the page and starts the episode; %s are the seed and
 // the time limit override (or null).
@@ -118,7 +124,7 @@ func (e *Env) Reset(ctx context.Context, task *gym.Task, seed int64, opts gym.Op
 			return gym.Observation{}, nil, err
 		}
 	}
-	if err := e.openPage(ctx, d.Width, d.Height); err != nil {
+	if err := e.openPage(ctx, d); err != nil {
 		return gym.Observation{}, nil, err
 	}
 	dir := task.Dir
@@ -158,6 +164,7 @@ func (e *Env) Reset(ctx context.Context, task *gym.Task, seed int64, opts gym.Op
 	info[gym.InfoTools] = []any{gui.Tool()}
 	info["coords"] = map[bool]string{false: "pixels", true: "grid"}[e.grid]
 	info["viewport"] = map[string]int{"width": d.Width, "height": d.Height}
+	info["window"] = map[string]int{"width": d.WindowWidth, "height": d.WindowHeight}
 	info["episode_ms"] = e.maxTime.Milliseconds()
 	return obs, info, nil
 }
@@ -209,10 +216,11 @@ func (e *Env) options(opts gym.Options) error {
 	return nil
 }
 
-// openPage makes sure the env has a live page of the viewport's size.
-func (e *Env) openPage(ctx context.Context, w, h int) error {
+// openPage makes sure the env has a live page of the task's viewport, in
+// its window.
+func (e *Env) openPage(ctx context.Context, d TaskData) error {
 	if e.page != nil {
-		if err := e.page.SetViewport(ctx, w, h); err == nil {
+		if err := e.page.SetWindow(ctx, d.Width, d.Height, d.WindowWidth, d.WindowHeight); err == nil {
 			return nil
 		} else if ctx.Err() != nil {
 			return err
@@ -221,11 +229,14 @@ func (e *Env) openPage(ctx context.Context, w, h int) error {
 		e.page.Close(ctx)
 		e.page = nil
 	}
-	p, err := e.pool.NewPage(ctx, w, h)
+	p, err := e.pool.NewPage(ctx, d.Width, d.Height)
 	if err != nil {
 		return err
 	}
 	e.page = p
+	if d.WindowWidth != d.Width || d.WindowHeight != d.Height {
+		return p.SetWindow(ctx, d.Width, d.Height, d.WindowWidth, d.WindowHeight)
+	}
 	return nil
 }
 
@@ -240,7 +251,7 @@ func (e *Env) Step(ctx context.Context, a gym.Action) (gym.Transition, error) {
 		return gym.Transition{}, gym.InfraFault("no_episode", errors.New("web-v1: step before a reset"))
 	}
 	var pre state
-	if err := e.page.Eval(ctx, stateScript, &pre); err != nil {
+	if err := e.page.Eval(ctx, stateNoElements, &pre); err != nil {
 		return gym.Transition{}, err
 	}
 	if pre.Done {
@@ -333,18 +344,14 @@ func (e *Env) transition(ctx context.Context, errMsg, endedBy string) (gym.Trans
 // observe reads the page's state and takes the screenshot.
 func (e *Env) observe(ctx context.Context, errMsg string) (gym.Observation, state, error) {
 	var st state
-	script := stateScript
-	if e.elements {
-		script = stateElementsScript
-	}
-	if err := e.page.Eval(ctx, script, &st); err != nil {
+	w, h := e.page.Size()
+	if err := e.page.Eval(ctx, stateScript(e.elements, w, h), &st); err != nil {
 		return gym.Observation{}, st, err
 	}
 	png, err := e.page.Screenshot(ctx)
 	if err != nil {
 		return gym.Observation{}, st, err
 	}
-	w, h := e.page.Size()
 	parts := []gym.Part{
 		{Type: gym.PartImage, Image: &gym.Blob{MIME: "image/png", Data: png, Size: int64(len(png)), Width: w, Height: h}},
 		gym.TextPart(e.instruction),

@@ -3,8 +3,8 @@ package web
 import (
 	"context"
 	"fmt"
-	"os"
 	"maps"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"

@@ -25,13 +25,24 @@ const (
 	DefaultHeight = 210
 )
 
+// MiniWoB++'s window, the least window a page is laid out in: a task's
+// window defaults to this or its viewport, whichever is larger each way.
+const (
+	DefaultWindowWidth  = 500
+	DefaultWindowHeight = 320
+)
+
 // TaskData is a web-v1 task's Data: the page to open, relative to the
 // task folder (the built-in pages, Task.Dir, or the web.miniwob_dir
-// setting), and the viewport (the screenshot's size).
+// setting), the viewport (the screenshot's size), and the window the page
+// is laid out in, whose top-left corner the viewport is (as MiniWoB++
+// crops its screenshots; browser.Page.SetWindow).
 type TaskData struct {
-	Page   string `json:"page"`
-	Width  int    `json:"width,omitempty"`
-	Height int    `json:"height,omitempty"`
+	Page         string `json:"page"`
+	Width        int    `json:"width,omitempty"`
+	Height       int    `json:"height,omitempty"`
+	WindowWidth  int    `json:"window_width,omitempty"`
+	WindowHeight int    `json:"window_height,omitempty"`
 }
 
 func (d TaskData) json() json.RawMessage {
@@ -47,7 +58,7 @@ func taskData(t *gym.Task) (TaskData, error) {
 		dec := json.NewDecoder(strings.NewReader(string(t.Data)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&d); err != nil {
-			return d, gym.InfraFault("bad_task", fmt.Errorf(`web-v1 task %s: data: %v; want {"page": "miniwob/NAME.html", "width": W, "height": H}`, t.ID, err))
+			return d, gym.InfraFault("bad_task", fmt.Errorf(`web-v1 task %s: data: %v; want {"page": "miniwob/NAME.html", "width": W, "height": H, "window_width": WW, "window_height": WH}`, t.ID, err))
 		}
 	}
 	if d.Width == 0 {
@@ -56,6 +67,12 @@ func taskData(t *gym.Task) (TaskData, error) {
 	if d.Height == 0 {
 		d.Height = DefaultHeight
 	}
+	if d.WindowWidth == 0 {
+		d.WindowWidth = max(d.Width, DefaultWindowWidth)
+	}
+	if d.WindowHeight == 0 {
+		d.WindowHeight = max(d.Height, DefaultWindowHeight)
+	}
 	switch {
 	case d.Page == "":
 		return d, gym.InfraFault("bad_task", fmt.Errorf(`web-v1 task %s: data has no "page" (such as "miniwob/click-test.html")`, t.ID))
@@ -63,6 +80,9 @@ func taskData(t *gym.Task) (TaskData, error) {
 		return d, gym.InfraFault("bad_task", fmt.Errorf("web-v1 task %s: page %q: want a relative path to an .html file inside the task folder, without ..", t.ID, d.Page))
 	case d.Width < 1 || d.Height < 1 || d.Width > 4096 || d.Height > 4096:
 		return d, gym.InfraFault("bad_task", fmt.Errorf("web-v1 task %s: viewport %dx%d: want 1..4096 pixels each way", t.ID, d.Width, d.Height))
+	case d.WindowWidth < d.Width || d.WindowHeight < d.Height || d.WindowWidth > 4096 || d.WindowHeight > 4096:
+		return d, gym.InfraFault("bad_task", fmt.Errorf("web-v1 task %s: window %dx%d for a viewport of %dx%d: want at least the viewport and at most 4096 pixels each way (0: %dx%d or the viewport, whichever is larger)",
+			t.ID, d.WindowWidth, d.WindowHeight, d.Width, d.Height, DefaultWindowWidth, DefaultWindowHeight))
 	}
 	return d, nil
 }

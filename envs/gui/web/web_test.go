@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"image/png"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -395,6 +396,52 @@ func TestOracles(t *testing.T) {
 	}
 }
 
+// TestWindowKeepsTheTaskInView: a page is laid out in MiniWoB++'s 500x320
+// window with the 160x210 viewport its top-left corner, so that
+// test-dialog, which does what MiniWoB++'s click-dialog does (a dialog
+// placed 300 pixels wide, its close button focused, then sized down),
+// starts with the task in view: the window is not scrolled, the close
+// button is in the element list inside the viewport, and clicking it
+// solves the task. A task whose window is its viewport shows the fault
+// this avoids: the window scrolls sideways and the button is out of view.
+func TestWindowKeepsTheTaskInView(t *testing.T) {
+	m, _ := newManager(t, nil)
+	for seed := int64(1); seed <= 3; seed++ {
+		s, res := create(t, m, testTask(t, "test-dialog"), seed, gym.Options{"elements": true})
+		if w, _ := res.Info["window"].(map[string]int); w["width"] != DefaultWindowWidth || w["height"] != DefaultWindowHeight {
+			t.Errorf("seed %d: info window %v, want %dx%d", seed, res.Info["window"], DefaultWindowWidth, DefaultWindowHeight)
+		}
+		x := element(t, res.Info, "x")
+		if x.X < 0 || x.Y < 0 || x.X+x.W > DefaultWidth || x.Y+x.H > DefaultHeight {
+			t.Errorf("seed %d: the close button's box %+v is not inside the %dx%d viewport", seed, x, DefaultWidth, DefaultHeight)
+		}
+		r := step(t, s, guiAction(gym.GUIAction{Action: "click_element", Ref: x.Ref}))
+		if !r.Terminated || r.Reward != 1 {
+			t.Errorf("seed %d: clicking the close button: terminated %v, reward %v, info %v", seed, r.Terminated, r.Reward, r.Info)
+		}
+	}
+
+	env := newEnv(t, nil)
+	task := testTask(t, "test-dialog")
+	task.Data = TaskData{Page: "miniwob/test-dialog.html", WindowWidth: DefaultWidth, WindowHeight: DefaultHeight}.json()
+	_, info, err := env.Reset(t.Context(), task, 1, gym.Options{"elements": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sx float64
+	if err := env.page.Eval(t.Context(), "window.scrollX", &sx); err != nil {
+		t.Fatal(err)
+	}
+	if sx == 0 {
+		t.Error("in a window of the viewport's size, test-dialog did not scroll sideways: the test page no longer shows the fault")
+	}
+	for _, e := range gui.ElementsFrom(info) {
+		if e.Text == "x" {
+			t.Errorf("in a window of the viewport's size the close button is listed at %+v; want it out of view (scrollX %v)", e, sx)
+		}
+	}
+}
+
 // TestMiniWoBFolder: a MiniWoB++ html/ folder loads as a suite, and the
 // web.miniwob_dir setting serves it in place of the built-in pages.
 func TestMiniWoBFolder(t *testing.T) {
@@ -406,7 +453,7 @@ func TestMiniWoBFolder(t *testing.T) {
 	for _, tk := range suite.Tasks {
 		ids = append(ids, tk.ID)
 	}
-	if strings.Join(ids, " ") != "miniwob-test-click miniwob-test-type" {
+	if strings.Join(ids, " ") != "miniwob-test-click miniwob-test-dialog miniwob-test-type" {
 		t.Fatalf("suite tasks %v", ids)
 	}
 	m, _ := newManager(t, gym.Settings{SettingMiniWoBDir: testdataDir(t)})
@@ -439,7 +486,7 @@ func TestSettingsAndTasksChecked(t *testing.T) {
 		}
 	}
 	m, _ := newManager(t, nil)
-	for _, data := range []string{`{"page":"../../etc/passwd.html"}`, `{"page":"x.txt"}`, `{}`, `{"page":"a.html","zoom":2}`, `{"page":"a.html","width":-1}`} {
+	for _, data := range []string{`{"page":"../../etc/passwd.html"}`, `{"page":"x.txt"}`, `{}`, `{"page":"a.html","zoom":2}`, `{"page":"a.html","width":-1}`, `{"page":"a.html","window_width":100}`, `{"page":"a.html","window_height":5000}`} {
 		_, _, err := m.Create(t.Context(), gym.CreateRequest{Task: &gym.Task{ID: "bad", Env: KindName, Data: []byte(data)}})
 		var fe *gym.FaultError
 		if !errors.As(err, &fe) || fe.Reason != "bad_task" {
@@ -456,8 +503,10 @@ func TestSettingsAndTasksChecked(t *testing.T) {
 
 // TestRealMiniWoB runs the real MiniWoB++ suite when
 // NEXTSTATE_MINIWOB_DIR names its html/ folder (the project does not ship
-// it): every task resets and takes a step, click-test is solved, and three
-// tasks pass the conformance checks.
+// it): every task resets with its task area (#wrap) at the viewport's
+// top-left, the window not scrolled, and takes a step; click-test and
+// click-dialog (whose dialog scrolled a window of the viewport's size
+// sideways) are solved; three tasks pass the conformance checks.
 func TestRealMiniWoB(t *testing.T) {
 	dir := os.Getenv("NEXTSTATE_MINIWOB_DIR")
 	if dir == "" {
@@ -471,6 +520,7 @@ func TestRealMiniWoB(t *testing.T) {
 		t.Fatalf("%d tasks in %s", len(suite.Tasks), dir)
 	}
 	m, _ := newManager(t, nil)
+	env := newEnv(t, nil)
 	for i := range suite.Tasks {
 		task := &suite.Tasks[i]
 		s, res, err := m.Create(t.Context(), gym.CreateRequest{Task: task, Seed: 1, Options: gym.Options{"elements": true}})
@@ -486,6 +536,24 @@ func TestRealMiniWoB(t *testing.T) {
 			t.Errorf("%s: no instruction", task.ID)
 		}
 		s.Close(t.Context())
+		for seed := int64(1); seed <= 3; seed++ {
+			if _, _, err := env.Reset(t.Context(), task, seed, nil); err != nil {
+				t.Errorf("%s seed %d: %v", task.ID, seed, err)
+				continue
+			}
+			var v struct {
+				X, Y float64
+				Wrap []float64
+			}
+			if err := env.page.Eval(t.Context(), `(() => { const w = document.getElementById('wrap'); const r = w ? w.getBoundingClientRect() : null;
+			  return {x: scrollX, y: scrollY, wrap: r ? [r.left, r.top, r.width, r.height] : null}; })()`, &v); err != nil {
+				t.Fatal(err)
+			}
+			if v.X != 0 || v.Y != 0 || !slices.Equal(v.Wrap, []float64{0, 0, DefaultWidth, DefaultHeight}) {
+				t.Errorf("%s seed %d: the window is scrolled to (%v,%v) and #wrap is at %v; want (0,0) and the task at [0 0 %d %d]",
+					task.ID, seed, v.X, v.Y, v.Wrap, DefaultWidth, DefaultHeight)
+			}
+		}
 	}
 	task, _ := suite.Task("miniwob-click-test")
 	s, res := create(t, m, task, 5, gym.Options{"elements": true})
@@ -493,9 +561,27 @@ func TestRealMiniWoB(t *testing.T) {
 	if !r.Terminated || r.Reward != 1 {
 		t.Errorf("click-test: terminated %v reward %v info %v", r.Terminated, r.Reward, r.Info)
 	}
+	task, _ = suite.Task("miniwob-click-dialog")
+	for seed := int64(1); seed <= 3; seed++ {
+		s, res := create(t, m, task, seed, gym.Options{"elements": true})
+		var closeRef string
+		for _, e := range gui.ElementsFrom(res.Info) {
+			if strings.Contains(e.Classes, "ui-dialog-titlebar-close") && e.X+e.W <= DefaultWidth && e.Y+e.H <= DefaultHeight {
+				closeRef = e.Ref
+			}
+		}
+		if closeRef == "" {
+			t.Errorf("click-dialog seed %d: the dialog's close button is not listed inside the viewport: %+v", seed, gui.ElementsFrom(res.Info))
+			continue
+		}
+		r := step(t, s, guiAction(gym.GUIAction{Action: "click_element", Ref: closeRef}))
+		if !r.Terminated || r.Reward != 1 {
+			t.Errorf("click-dialog seed %d: terminated %v reward %v info %v", seed, r.Terminated, r.Reward, r.Info)
+		}
+	}
 	for _, id := range []string{"miniwob-click-test", "miniwob-click-button", "miniwob-enter-text"} {
 		task, _ := suite.Task(id)
-		gymtest.CheckKind(t, KindName, gymtest.Case{Task: task, Seed: 2, Actions: []gym.Action{
+		gymtest.CheckKindSettings(t, KindName, testSettings(nil), gymtest.Case{Task: task, Seed: 2, Actions: []gym.Action{
 			at("click", 80, 100), guiAction(gym.GUIAction{Action: "type", Text: "hello"}), at("click", 30, 150)}})
 	}
 }
