@@ -369,6 +369,11 @@ type ImageBuild struct {
 	// BaseImage replaces each FROM image the backend does not have; empty
 	// means such a FROM is an error (nothing is pulled).
 	BaseImage string
+	// BaseWorkdir, when set, is the working directory a stage built from
+	// BaseImage in place of a missing FROM starts in (a WORKDIR right after
+	// that FROM), as the replaced image would have had it: Terminal-Bench's
+	// base images work in /app. Empty keeps the base image's own.
+	BaseWorkdir string
 	// Exclude lists patterns left out of the build context, as
 	// .dockerignore lines (a task's hidden tests and its solution).
 	Exclude []string

@@ -5,9 +5,9 @@
 #
 # Sandboxes: docker.io (the docker backend; dockerd is started here when no
 # engine answers), bubblewrap (the bwrap backend, whose root is the host's:
-# so the host also needs what tasks run, python3, python3-pytest, git, tmux,
-# make), and debootstrap (`nextstate image build` makes the base image from
-# Debian packages, with no image registry).
+# so the host also needs what tasks run, python3, python3-pytest,
+# python-is-python3, git, tmux, make), and debootstrap (`nextstate image
+# build` makes the base image from Debian packages, with no image registry).
 #
 # dockerd: when `docker info` fails, dockerd is started in the background,
 # logging to $DOCKERD_LOG (default /var/log/nextstate-dockerd.log), and this
@@ -36,13 +36,14 @@ if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
 
 # apt packages: gcc for the race detector; the sandboxes' tools (bwrap runs
 # tasks on the host's root, so the host needs what tasks use: gcc, make,
-# git, python3 with pytest); util-linux for nsenter/setpriv/prlimit; the
-# trainer's references (PyTorch over OpenBLAS, Jinja2 for the chat template,
+# git, python3 with pytest, and `python` as python3, which Terminal-Bench's
+# tasks call as its images have it); util-linux for nsenter/setpriv/prlimit;
+# the trainer's references (PyTorch over OpenBLAS, Jinja2 for the chat template,
 # node and npm for the tokenizer reference); the GUI envs' browser
 # (chromium-headless-shell, with fonts) and desktops (Xvfb and the X11 apps
 # their tasks open and their evaluators read: xterm, x11-apps for xedit,
 # x11-utils, xdotool, xsel).
-pkgs=(gcc libc6-dev make git tmux bubblewrap util-linux docker.io debootstrap python3 python3-pytest procps tar
+pkgs=(gcc libc6-dev make git tmux bubblewrap util-linux docker.io debootstrap python3 python3-pytest python-is-python3 procps tar
   python3-torch libopenblas0-pthread python3-jinja2 python3-websockets
   chromium-headless-shell fonts-dejavu-core xvfb xterm x11-apps x11-utils xdotool xsel xfonts-base)
 command -v node >/dev/null 2>&1 || pkgs+=(nodejs)

@@ -88,8 +88,17 @@
 //	difficulty, category, tags               Data
 //	every other field                        Data "task_yaml", kept as read
 //
+// Terminal-Bench's base images work in /app and have `python`; tasks,
+// tests and solutions written for them rely on both. So a Dockerfile that
+// sets no WORKDIR works in DefaultWorkdir, /app (its relative COPY and RUN
+// steps too), under either backend: with docker, a FROM image missing from
+// the engine is replaced by the base image followed by WORKDIR /app
+// (sandbox.ImageBuild.BaseWorkdir), and the base image has python as
+// python3 (package sandbox/image, Packages); under bwrap, `python` is the
+// host's (scripts/deps.sh installs python-is-python3).
+//
 // The task's id is the folder's name, its env terminal-v1, its Dir the
-// folder; Data holds the Dockerfile's WORKDIR and FROM; Verifier lists the
+// folder; Data holds the working directory and FROM; Verifier lists the
 // test files (never sent to agents). A task.yaml with an "env" field is a
 // gym task file, not Terminal-Bench's. SmokeTasks are this package's own
 // suite (tasks/), built in and embedded: their Data names them ("builtin")

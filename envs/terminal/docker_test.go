@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,16 @@ func TestDockerValidate(t *testing.T) {
 	})
 	if res := v.Validate(t.Context(), &task); !res.OK {
 		t.Errorf("substituted FROM: %+v", res)
+	}
+	// A task that relies on Terminal-Bench's base image for its working
+	// directory (/app) and for `python`: the base image in its place works
+	// in /app, and has python.
+	tb, err := terminal.LoadTask(filepath.Join("testdata", "tasks", "tbench-conventions"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := v.Validate(t.Context(), &tb); !res.OK || res.Nothing != 0.75 {
+		t.Errorf("Terminal-Bench conventions: nothing %.2f (want 0.75), oracle %.2f: %s\nnothing: %v\noracle: %v",
+			res.Nothing, res.Oracle, res.Err, res.NothingTests, res.OracleTests)
 	}
 }

@@ -7,13 +7,22 @@ import (
 	"strings"
 )
 
+// DefaultWorkdir is the working directory of a task whose Dockerfile sets
+// no WORKDIR: /app, where Terminal-Bench's base images
+// (ghcr.io/laude-institute/t-bench/...) work, so that a task written for
+// them finds its files, and runs its tests, where it would there. With
+// docker, a FROM image that is not on the engine is replaced by the base
+// image followed by WORKDIR /app (sandbox.ImageBuild.BaseWorkdir).
+const DefaultWorkdir = "/app"
+
 // Dockerfile is what the bwrap backend reads of a task's Dockerfile: the
 // last stage's instructions, in order. With Docker the file is built as it
 // is; with bubblewrap nextstate honours only:
 //
 //   - FROM: recorded, not used (the sandbox's root is the host's, read-only);
+//     each stage starts in DefaultWorkdir, as on Terminal-Bench's images;
 //   - WORKDIR: the working directory; the last one is the sandbox's
-//     writable workspace;
+//     writable workspace (DefaultWorkdir when there is none);
 //   - ENV (and ARG defaults, for substitution): the commands' environment;
 //   - COPY and ADD of files from the task folder (ADD of a URL and COPY
 //     --from another stage are errors; ADD does not unpack archives;
@@ -27,7 +36,9 @@ import (
 // USER, EXPOSE, CMD, ENTRYPOINT, LABEL, VOLUME, SHELL, HEALTHCHECK and the
 // like are ignored.
 type Dockerfile struct {
-	From    string
+	From string
+	// Workdir is the last WORKDIR; empty when the Dockerfile sets none
+	// (the sandbox then works in DefaultWorkdir: WorkingDir).
 	Workdir string
 	Env     map[string]string
 	Steps   []DockerStep
@@ -45,6 +56,15 @@ type DockerStep struct {
 	Line    int
 }
 
+// WorkingDir is the sandbox's working directory: the last WORKDIR, or
+// DefaultWorkdir.
+func (d *Dockerfile) WorkingDir() string {
+	if d.Workdir == "" {
+		return DefaultWorkdir
+	}
+	return d.Workdir
+}
+
 // defaultPath is the PATH an image without ENV PATH has.
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -52,7 +72,7 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 func ParseDockerfile(b []byte) (*Dockerfile, error) {
 	d := &Dockerfile{Env: map[string]string{}}
 	args := map[string]string{}
-	dir := "/"
+	dir := DefaultWorkdir
 	stages := 0
 	for _, ins := range splitInstructions(string(b)) {
 		op, rest := ins.op, ins.rest
@@ -89,7 +109,7 @@ func ParseDockerfile(b []byte) (*Dockerfile, error) {
 			stages++
 			// A new stage starts over.
 			*d = Dockerfile{From: img[0], Env: map[string]string{}}
-			dir = "/"
+			dir = DefaultWorkdir
 		case "WORKDIR":
 			w := expand(unquote(strings.TrimSpace(rest)), lookup)
 			if !path.IsAbs(w) {

@@ -138,7 +138,7 @@ func (e *Env) prepare(ctx context.Context) (sandbox.Sandbox, string, error) {
 	// share warm sandboxes.
 	spec := sandbox.Spec{Network: data.Network}
 	if df != nil {
-		spec.Workdir = df.Workdir
+		spec.Workdir = df.WorkingDir()
 		spec.Env = df.Env
 	}
 	var setup []DockerStep

@@ -20,7 +20,8 @@ type builtImage struct {
 
 // image returns the image of a task, built from its Dockerfile by the
 // backend (sandbox.ImageBuilder; docker builds it on every engine, a FROM
-// image missing there replaced by base), its hidden tests and solution
+// image missing there replaced by base, which then works in
+// DefaultWorkdir as Terminal-Bench's images do), its hidden tests and solution
 // left out of the build context. Builds are cached by content on the
 // engines, and by task here.
 func (k *Kind) image(ctx context.Context, b sandbox.ImageBuilder, task *gym.Task, files fs.FS, bld taskBuild, base string) (string, error) {
@@ -50,7 +51,8 @@ func (k *Kind) image(ctx context.Context, b sandbox.ImageBuilder, task *gym.Task
 		if task.Dir == "" {
 			name = task.ID
 		}
-		ib := sandbox.ImageBuild{Dir: filepath.Join(dir, filepath.FromSlash(bld.Context)), Dockerfile: bld.dockerfileIn(), Name: name, BaseImage: base}
+		ib := sandbox.ImageBuild{Dir: filepath.Join(dir, filepath.FromSlash(bld.Context)), Dockerfile: bld.dockerfileIn(), Name: name,
+			BaseImage: base, BaseWorkdir: DefaultWorkdir}
 		if bld.Context == "." {
 			ib.Exclude = hiddenPaths // a subfolder's context holds none of the task's own files
 		}

@@ -120,7 +120,8 @@ type TaskData struct {
 	// with no directory (Task.Dir is not sent over the wire).
 	Builtin string `json:"builtin,omitempty"`
 	// Workdir is the sandbox's working directory: the Dockerfile's last
-	// WORKDIR. Informational; the Dockerfile is what counts.
+	// WORKDIR, or DefaultWorkdir. Informational; the Dockerfile is what
+	// counts.
 	Workdir string `json:"workdir,omitempty"`
 	// Image is the Dockerfile's FROM image.
 	Image string `json:"image,omitempty"`
@@ -200,7 +201,7 @@ func loadTaskFS(fsys fs.FS, id string) (gym.Task, error) {
 		if err != nil {
 			return gym.Task{}, err
 		}
-		data.Workdir, data.Image = d.Workdir, d.From
+		data.Workdir, data.Image = d.WorkingDir(), d.From
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return gym.Task{}, err
 	}

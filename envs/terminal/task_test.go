@@ -158,6 +158,26 @@ func TestLoadTaskRejects(t *testing.T) {
 	}
 }
 
+// A Dockerfile that sets no WORKDIR works in /app, as Terminal-Bench's
+// base images do: its relative COPY and its RUN steps land there, and so
+// does the sandbox.
+func TestParseDockerfileDefaultWorkdir(t *testing.T) {
+	d, err := terminal.ParseDockerfile([]byte("FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\nCOPY data.txt data.txt\nRUN python -c 'print(1)'\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Workdir != "" || d.WorkingDir() != terminal.DefaultWorkdir || terminal.DefaultWorkdir != "/app" {
+		t.Errorf("workdir %q, working dir %q; want none set and /app", d.Workdir, d.WorkingDir())
+	}
+	if len(d.Steps) != 2 || d.Steps[0].Dest != "/app/data.txt" || d.Steps[1].Dir != "/app" {
+		t.Errorf("steps %+v; want the COPY to /app/data.txt and the RUN in /app", d.Steps)
+	}
+	d, err = terminal.ParseDockerfile([]byte("FROM x\nWORKDIR src\n"))
+	if err != nil || d.WorkingDir() != "/app/src" {
+		t.Errorf("a relative WORKDIR: %v, %v; want /app/src", d, err)
+	}
+}
+
 func TestParseDockerfile(t *testing.T) {
 	d, err := terminal.ParseDockerfile([]byte(`# syntax=docker/dockerfile:1
 ARG BASE=ubuntu:24.04

@@ -2,6 +2,7 @@ package terminal_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -79,6 +80,30 @@ func TestTypedKeysProcessedAtSubmit(t *testing.T) {
 	term, _ := info["terminal"].(gym.Info)
 	if _, ok := term["settled_ms"]; !ok {
 		t.Errorf("the oracle's verifier info says nothing of the terminal settling: %v", info)
+	}
+}
+
+// A task written for Terminal-Bench's base image (which is not here)
+// validates: with no WORKDIR of its own it works in /app, where its
+// relative COPY put its data and its RUN ran, and its Dockerfile, tests and
+// solution call `python`.
+func TestTerminalBenchConventions(t *testing.T) {
+	settings := needBwrap(t)
+	task, err := terminal.LoadTask(filepath.Join("testdata", "tasks", "tbench-conventions"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data terminal.TaskData
+	if err := json.Unmarshal(task.Data, &data); err != nil || data.Workdir != "/app" {
+		t.Errorf("task data workdir %q (%v), want /app", data.Workdir, err)
+	}
+	v := newValidator(t, settings)
+	res := v.Validate(t.Context(), &task)
+	if !res.OK {
+		t.Fatalf("nothing %.2f, oracle %.2f: %s\nnothing: %v\noracle: %v", res.Nothing, res.Oracle, res.Err, res.NothingTests, res.OracleTests)
+	}
+	if res.Nothing != 0.75 {
+		t.Errorf("doing nothing scores %.2f; want 0.75 (every test but the output's: the sandbox works in /app, with python)", res.Nothing)
 	}
 }
 

@@ -21,7 +21,8 @@ func (b *Backend) BuildImage(ctx context.Context, ib sandbox.ImageBuild) (string
 	var ref string
 	var errs []error
 	for _, e := range b.engines {
-		r, err := image.BuildTask(ctx, e.cli, ib.Dir, image.TaskOptions{Name: ib.Name, BaseImage: ib.BaseImage, Exclude: ib.Exclude, Dockerfile: ib.Dockerfile})
+		r, err := image.BuildTask(ctx, e.cli, ib.Dir, image.TaskOptions{Name: ib.Name, BaseImage: ib.BaseImage,
+			BaseWorkdir: ib.BaseWorkdir, Exclude: ib.Exclude, Dockerfile: ib.Dockerfile})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("engine %s: %w", e.host, err))
 			continue

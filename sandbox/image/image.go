@@ -62,15 +62,16 @@ const (
 )
 
 // Packages are installed into the base image on top of minbase: a shell
-// and core tools, Python with pytest (task tests), git, tmux (interactive
-// programs), procps, a C toolchain for small build tasks, and common text
-// and archive tools.
+// and core tools, Python with pytest (task tests) and `python` as python3
+// (python-is-python3: Terminal-Bench's images, and the tests and solutions
+// written for them, call it so), git, tmux (interactive programs), procps,
+// a C toolchain for small build tasks, and common text and archive tools.
 var Packages = []string{
 	"bash", "bc", "bzip2", "ca-certificates", "coreutils", "curl", "diffutils",
 	"file", "findutils", "gawk", "gcc", "git", "grep", "gzip", "jq", "less",
 	"libc6-dev", "make", "nano", "patch", "procps", "psmisc", "python3",
-	"python3-pytest", "sed", "tar", "tmux", "unzip", "util-linux", "vim-tiny",
-	"xz-utils",
+	"python-is-python3", "python3-pytest", "sed", "tar", "tmux", "unzip",
+	"util-linux", "vim-tiny", "xz-utils",
 }
 
 // BaseOptions configure BuildBase. The zero value builds the default image.

@@ -246,6 +246,55 @@ WORKDIR /app
 	}
 }
 
+// TestBuildTaskBaseWorkdir: with BaseWorkdir, a stage built from the base
+// image in place of a missing FROM starts in that directory, as
+// Terminal-Bench's base images start in /app: a Dockerfile with no WORKDIR
+// of its own copies and runs there, and the image works there. A FROM that
+// is on the engine gets no WORKDIR.
+func TestBuildTaskBaseWorkdir(t *testing.T) {
+	cli := engine(t)
+	ctx := testCtx(t)
+	if ok, _ := Exists(ctx, cli, Base); !ok {
+		t.Skipf("%s is missing: `nextstate image build` (make image) builds it", Base)
+	}
+	dir := filepath.Join(t.TempDir(), "tbench-like")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\nCOPY data.txt data.txt\nRUN pwd > where.txt\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "data.txt"), []byte("data\n"), 0o644)
+	var log bytes.Buffer
+	ref, err := BuildTask(ctx, cli, dir, TaskOptions{BaseImage: Base, BaseWorkdir: "/app", Log: &log})
+	if err != nil {
+		t.Fatalf("BuildTask: %v\n%s", err, log.String())
+	}
+	t.Cleanup(func() {
+		cli.ImageRemove(context.Background(), ref, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+	})
+	ins, err := cli.ImageInspect(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ins.Config.WorkingDir != "/app" {
+		t.Errorf("workdir %q, want /app", ins.Config.WorkingDir)
+	}
+	got := readFiles(t, cli, ref, "/app/data.txt", "/app/where.txt")
+	if got["/app/data.txt"] != "data\n" || got["/app/where.txt"] != "/app\n" {
+		t.Errorf("image content: %v; want data.txt copied to and RUN run in /app", got)
+	}
+
+	// FROM the base image itself: it is on the engine, so no WORKDIR.
+	os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM "+Base+"\nCOPY data.txt data.txt\n"), 0o644)
+	ref2, err := BuildTask(ctx, cli, dir, TaskOptions{BaseImage: Base, BaseWorkdir: "/app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cli.ImageRemove(context.Background(), ref2, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+	})
+	if ins, err := cli.ImageInspect(ctx, ref2); err != nil || ins.Config.WorkingDir != "" {
+		t.Errorf("FROM an image on the engine: workdir %q (%v), want the base image's own (none)", ins.Config.WorkingDir, err)
+	}
+}
+
 // readFiles reads files of an image from a created (never started)
 // container; a missing one reads "missing".
 func readFiles(t *testing.T, cli *client.Client, ref string, paths ...string) map[string]string {

@@ -31,6 +31,12 @@ type TaskOptions struct {
 	// BaseImage replaces each FROM image that is not on the engine. Empty
 	// means such a FROM is an error (nothing is pulled).
 	BaseImage string
+	// BaseWorkdir, when set, is the WORKDIR put right after each FROM that
+	// BaseImage replaces: the working directory the replaced image would
+	// have started the stage in (Terminal-Bench's base images: /app), so
+	// the Dockerfile's relative COPY and RUN steps land where they would
+	// have. Empty keeps BaseImage's own.
+	BaseWorkdir string
 	// Dockerfile is the file's name in the directory; default "Dockerfile".
 	Dockerfile string
 	// Force builds even when the tag is present.
@@ -47,8 +53,9 @@ type TaskOptions struct {
 // TaskRepo/<name>:<hash>, where hash covers the directory's files (less
 // those .dockerignore excludes), the Dockerfile as rewritten, and the IDs
 // of its FROM images. A present tag is reused unless o.Force. FROM images
-// missing from the engine are replaced by o.BaseImage; RUN steps have the
-// engine's default network.
+// missing from the engine are replaced by o.BaseImage (each followed by
+// WORKDIR o.BaseWorkdir when that is set); RUN steps have the engine's
+// default network.
 func BuildTask(ctx context.Context, cli *client.Client, dir string, o TaskOptions) (string, error) {
 	if o.Dockerfile == "" {
 		o.Dockerfile = "Dockerfile"
@@ -68,7 +75,7 @@ func BuildTask(ctx context.Context, cli *client.Client, dir string, o TaskOption
 	if err != nil {
 		return "", fmt.Errorf("image: task %s: %w", o.Name, err)
 	}
-	rewritten, bases, err := rewriteFROM(ctx, cli, df, o.BaseImage)
+	rewritten, bases, err := rewriteFROM(ctx, cli, df, o.BaseImage, o.BaseWorkdir)
 	if err != nil {
 		return "", fmt.Errorf("image: task %s: %w", o.Name, err)
 	}
@@ -131,10 +138,11 @@ func BuildTask(ctx context.Context, cli *client.Client, dir string, o TaskOption
 
 var fromLine = regexp.MustCompile(`(?i)^(\s*FROM\s+)((?:--\S+\s+)*)(\S+)(.*)$`)
 
-// rewriteFROM replaces FROM images missing from the engine by base and
-// returns the new Dockerfile with the image IDs of its FROM images. Stage
-// names, scratch and images named through ARGs are left alone.
-func rewriteFROM(ctx context.Context, cli *client.Client, df []byte, base string) ([]byte, []string, error) {
+// rewriteFROM replaces FROM images missing from the engine by base,
+// followed by WORKDIR baseWorkdir when that is set, and returns the new
+// Dockerfile with the image IDs of its FROM images. Stage names, scratch
+// and images named through ARGs are left alone.
+func rewriteFROM(ctx context.Context, cli *client.Client, df []byte, base, baseWorkdir string) ([]byte, []string, error) {
 	stages := map[string]bool{}
 	var ids []string
 	var out bytes.Buffer
@@ -171,6 +179,12 @@ func rewriteFROM(ctx context.Context, cli *client.Client, df []byte, base string
 				return nil, nil, fmt.Errorf("base image %s: %w", base, err)
 			}
 			img = base
+			ids = append(ids, inspect.ID)
+			fmt.Fprintf(&out, "%s%s%s%s\n", m[1], m[2], img, rest)
+			if baseWorkdir != "" {
+				fmt.Fprintf(&out, "WORKDIR %s\n", baseWorkdir)
+			}
+			continue
 		}
 		ids = append(ids, inspect.ID)
 		fmt.Fprintf(&out, "%s%s%s%s\n", m[1], m[2], img, rest)

@@ -12,7 +12,7 @@ import (
 func TestDomainOf(t *testing.T) {
 	for _, c := range []struct {
 		folder, tasks, name string
-		ok                 bool
+		ok                  bool
 	}{
 		{"x", `[{"id": 0, "user_scenario": {"instructions": {"domain": "airline", "reason_for_call": "r", "task_instructions": "i"}}}]`, "airline", true},
 		{"mock", `[{"id": "1", "user_scenario": {"instructions": "Create a task."}}]`, "mock", true},

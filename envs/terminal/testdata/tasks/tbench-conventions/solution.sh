@@ -1,0 +1,2 @@
+#!/bin/bash
+python -c "import sys; sys.stdout.write(open('data.txt').read().upper())" > out.txt
