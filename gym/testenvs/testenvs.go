@@ -5,7 +5,11 @@
 //     "lower", so it has both an outcome reward (1 for the right number,
 //     given by a verifier from state the agent never sees) and a natural
 //     next-state signal. Task data: {"low": 1, "high": 100}. The secret is
-//     drawn from the reset seed. Its oracle bisects on the feedback; its
+//     drawn from the reset seed. Its oracle bisects on the feedback; with
+//     "oracle": "scan" in the data it is a weaker demonstrator instead, one
+//     that counts up from low and reads nothing but "correct" (it finds
+//     the secret only when the step limit reaches it: imperfect
+//     demonstrations for a warm start that RL should then improve on). Its
 //     step rule (gym.Spec.StepRule) is a process reward from the feedback
 //     alone: a guess the feedback ruled out scores -1, one near the middle
 //     of what is left 1, with a hint saying what the feedback implied.
@@ -38,6 +42,9 @@ func init() {
 type GuessData struct {
 	Low  int `json:"low"`
 	High int `json:"high"`
+	// Oracle picks the demonstrator of `run --oracle`: "bisect" (the
+	// default) or "scan" (low, low+1, ...). The env itself ignores it.
+	Oracle string `json:"oracle,omitempty"`
 }
 
 type guessKind struct{}
@@ -71,7 +78,8 @@ func guessTask(id string, lo, hi, steps int, split string) gym.Task {
 func (guessKind) New(context.Context) (gym.Env, error) { return &guess{}, nil }
 
 // Oracle implements gym.OracleKind: binary search on the feedback, from
-// the task's range, each guess the middle of what is left.
+// the task's range, each guess the middle of what is left; or, with
+// "oracle": "scan", every number from low up.
 func (guessKind) Oracle(task *gym.Task) (gym.Oracle, error) {
 	d := GuessData{Low: 1, High: 100}
 	if len(task.Data) > 0 {
@@ -79,7 +87,25 @@ func (guessKind) Oracle(task *gym.Task) (gym.Oracle, error) {
 			return nil, fmt.Errorf("guess-v1 task %s: %w", task.ID, err)
 		}
 	}
-	return &bisect{lo: d.Low, hi: d.High}, nil
+	switch d.Oracle {
+	case "", "bisect":
+		return &bisect{lo: d.Low, hi: d.High}, nil
+	case "scan":
+		return &scan{next: d.Low, hi: d.High}, nil
+	}
+	return nil, fmt.Errorf("guess-v1 task %s: oracle %q: want bisect (the default) or scan", task.ID, d.Oracle)
+}
+
+// scan is guess-v1's weak demonstrator: low, low+1, ... whatever the
+// feedback says, until "correct".
+type scan struct{ next, hi int }
+
+func (s *scan) Next(obs gym.Observation, _ gym.Info) (gym.Action, bool, error) {
+	if strings.TrimSpace(obs.Text()) == "correct" || s.next > s.hi {
+		return gym.Action{}, true, nil
+	}
+	s.next++
+	return gym.TextAction(strconv.Itoa(s.next - 1)), false, nil
 }
 
 // bisect is guess-v1's oracle.
