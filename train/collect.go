@@ -131,6 +131,7 @@ func (l *Loop) collect(ctx context.Context, r rollout) (*batchSamples, rollout, 
 				if _, ok := want[s.Metadata.Origin.Session]; !ok {
 					continue
 				}
+				l.nameByStep(&s)
 				got[s.Metadata.Origin.Session]++
 				bs.samples = append(bs.samples, s)
 				bs.offsets = append(bs.offsets, ss.Offset)

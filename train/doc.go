@@ -74,8 +74,12 @@
 //
 // # Serving the policy
 //
-// ServePolicy serves an in-process Service on loopback: the OpenAI API on
-// the newest version (X-Weight-Version: the version's optimizer steps),
-// the frozen reference at /reference/v1 (a judge of the policy's own
-// family, `--judge self`), and the training API.
+// Handler is a trainer's HTTP face, the same in `nextstate train`'s
+// loopback server (ServePolicy) and `serve-trainer`: the OpenAI API on the
+// newest version (X-Weight-Version: the version's publish counter), the
+// frozen reference at /reference/v1 (a judge of the policy's own family,
+// `--judge self`), and the training API. The loop maps each version it
+// published to its optimizer steps and names every turn's version by
+// those in its records, so a remote trainer restarted mid-run (whose
+// counter begins anew) leaves staleness exact.
 package train

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nextstate-rl/nextstate/agent"
+	"github.com/nextstate-rl/nextstate/rl"
 	"github.com/nextstate-rl/nextstate/trainer/service"
 )
 
@@ -30,6 +31,10 @@ type Loop struct {
 	trained int               // batches trained (and published)
 	suiteOf map[string]string // each training task's suite, by id
 	version int               // the newest published version (its optimizer steps)
+	// steps names each published version (the trainer's counter, which
+	// the policy's X-Weight-Version carries) by its optimizer steps: the
+	// loop's records name versions so, whichever trainer served them.
+	steps map[int]int
 }
 
 // New checks cfg and returns the Loop.
@@ -37,7 +42,7 @@ func New(cfg Config) (*Loop, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	l := &Loop{cfg: cfg, log: cfg.Logger, run: cfg.Run, changed: make(chan struct{}), suiteOf: map[string]string{}}
+	l := &Loop{cfg: cfg, log: cfg.Logger, run: cfg.Run, changed: make(chan struct{}), suiteOf: map[string]string{}, steps: map[int]int{}}
 	for _, t := range cfg.Tasks {
 		l.suiteOf[t.ID] = t.Suite
 	}
@@ -126,6 +131,13 @@ func (l *Loop) Run(ctx context.Context) (Summary, error) {
 	}
 	sum := Summary{Dir: l.cfg.Dir, Resumed: st.Steps}
 	want := l.settings()
+	info, err := l.cfg.Trainer.Info(ctx)
+	if err != nil {
+		return sum, fmt.Errorf("train: the trainer's info: %w", err)
+	}
+	for _, v := range info.Versions {
+		l.published(v)
+	}
 	if st.TrainingState != "" {
 		if d := st.Settings.diff(want); d != "" {
 			return sum, fmt.Errorf("train: %s holds a run with other settings (%s): use another --out, or the same settings", l.cfg.Dir, d)
@@ -137,9 +149,11 @@ func (l *Loop) Run(ctx context.Context) (Summary, error) {
 		if res.Step != st.OptimizerSteps {
 			return sum, fmt.Errorf("train: the saved state %s took %d optimizer steps, %s says %d", st.TrainingState, res.Step, StateFile, st.OptimizerSteps)
 		}
-		if _, err := l.cfg.Trainer.SaveWeightsForSampler(ctx); err != nil {
+		v, err := l.cfg.Trainer.SaveWeightsForSampler(ctx)
+		if err != nil {
 			return sum, err
 		}
+		l.published(v)
 		l.log.Info("train: resuming", "dir", l.cfg.Dir, "steps", st.Steps, "state", st.TrainingState)
 	}
 	st.Settings = want
@@ -277,6 +291,29 @@ func (l *Loop) recordEval(ml *metricsLog, em *EvalMetrics) error {
 	return ml.write(em)
 }
 
+// published records a published version's optimizer steps.
+func (l *Loop) published(v service.Version) {
+	l.mu.Lock()
+	l.steps[v.Version] = v.Step
+	l.mu.Unlock()
+}
+
+// nameByStep renames a sample's weight version (the served version that
+// produced its turn) to that version's optimizer steps. A version this
+// loop never saw published is left as it is.
+func (l *Loop) nameByStep(s *rl.Sample) {
+	v := s.Metadata.Origin.WeightVersion
+	if v == nil {
+		return
+	}
+	l.mu.Lock()
+	step, ok := l.steps[*v]
+	l.mu.Unlock()
+	if ok {
+		s.Metadata.Origin.WeightVersion = &step
+	}
+}
+
 // adamAt is the optimizer's settings for optimizer step n (1 the first):
 // the learning rate warmed up over Config.WarmupSteps.
 func (l *Loop) adamAt(n int) service.AdamParams {
@@ -332,6 +369,7 @@ func (l *Loop) step(ctx context.Context, b int, r rollout, bs *batchSamples) (Me
 			return m, fmt.Errorf("train: step %d: publishing: %w", b, err)
 		}
 		m.PublishMS = float64(time.Since(pub).Microseconds()) / 1000
+		l.published(v)
 		version = v.Step
 	} else {
 		m.TrainSeconds = time.Since(begin).Seconds()

@@ -14,14 +14,8 @@ import (
 	"github.com/nextstate-rl/nextstate/trainer/tokenizer"
 )
 
-// PolicyServer serves an in-process trainer over HTTP on loopback: the
-// OpenAI API on its newest weight version at /v1 (each answer's
-// X-Weight-Version names the version by its optimizer steps, which is
-// what the loop's staleness counts; a request keeps the version it began
-// with while newer ones are published), the frozen reference (version 0,
-// the weights as loaded) at /reference/v1 for a judge of the policy's own
-// family (--judge self), and the training API (docs/training.md) at its
-// paths under /v1.
+// PolicyServer serves an in-process trainer over HTTP on loopback
+// (Handler's paths).
 type PolicyServer struct {
 	URL, ReferenceURL string // the OpenAI base URLs, ending in /v1
 
@@ -30,36 +24,40 @@ type PolicyServer struct {
 	served chan error
 }
 
-// ServePolicy starts a PolicyServer for svc on 127.0.0.1 (a free port).
-// name is the model id the OpenAI API answers to.
-func ServePolicy(svc *service.Service, tok *tokenizer.Tokenizer, name string, log *slog.Logger) (*PolicyServer, error) {
-	v0, err := svc.Acquire(-1)
+// Handler is a trainer's HTTP face, what `serve-trainer` and `train`'s
+// loopback server answer: the OpenAI API on its newest published version
+// at /v1 (each answer's X-Weight-Version names the version by
+// save_weights_for_sampler's counter; a request keeps the version it began
+// with while newer ones are published; the loop names versions by their
+// optimizer steps in its records), the frozen reference (version 0, the
+// weights as loaded) at /reference/v1 for a judge of the policy's own
+// family (--judge self), and the training API (docs/training.md) at its
+// paths under /v1. name is the model id the OpenAI API answers to.
+func Handler(svc *service.Service, tok *tokenizer.Tokenizer, name string, log *slog.Logger) (http.Handler, error) {
+	serving := func(version int) (*serve.Server, error) {
+		l, err := svc.Acquire(version)
+		if err != nil {
+			return nil, err
+		}
+		h := serve.New(l.Engine, tok, name)
+		l.Release()
+		h.Logger = log
+		h.Versions = func() (*trainer.Engine, int, func(), error) {
+			l, err := svc.Acquire(version)
+			if err != nil {
+				return nil, 0, nil, err
+			}
+			return l.Engine, l.Version.Version, l.Release, nil
+		}
+		return h, nil
+	}
+	policy, err := serving(-1)
 	if err != nil {
 		return nil, err
 	}
-	policy := serve.New(v0.Engine, tok, name)
-	v0.Release()
-	policy.Logger = log
-	policy.Versions = func() (*trainer.Engine, int, func(), error) {
-		l, err := svc.Acquire(-1)
-		if err != nil {
-			return nil, 0, nil, err
-		}
-		return l.Engine, l.Version.Step, l.Release, nil
-	}
-	ref, err := svc.Acquire(0)
+	reference, err := serving(0)
 	if err != nil {
 		return nil, err
-	}
-	reference := serve.New(ref.Engine, tok, name)
-	ref.Release()
-	reference.Logger = log
-	reference.Versions = func() (*trainer.Engine, int, func(), error) {
-		l, err := svc.Acquire(0)
-		if err != nil {
-			return nil, 0, nil, err
-		}
-		return l.Engine, 0, l.Release, nil
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", policy)
@@ -69,12 +67,21 @@ func ServePolicy(svc *service.Service, tok *tokenizer.Tokenizer, name string, lo
 	for _, p := range []string{"forward_backward", "forward", "optim_step", "save_weights_for_sampler", "sample", "save_state", "load_state", "info"} {
 		mux.Handle("/v1/"+p, api)
 	}
+	return mux, nil
+}
+
+// ServePolicy starts a PolicyServer for svc on 127.0.0.1 (a free port).
+func ServePolicy(svc *service.Service, tok *tokenizer.Tokenizer, name string, log *slog.Logger) (*PolicyServer, error) {
+	h, err := Handler(svc, tok, name, log)
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	ps := &PolicyServer{URL: "http://" + ln.Addr().String() + "/v1", ReferenceURL: "http://" + ln.Addr().String() + "/reference/v1",
-		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}, ln: ln,
+		srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}, ln: ln,
 		served: make(chan error, 1)}
 	go func() { ps.served <- ps.srv.Serve(ln) }()
 	return ps, nil

@@ -7,15 +7,14 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/nextstate-rl/nextstate/train"
 	"github.com/nextstate-rl/nextstate/trainer"
 	"github.com/nextstate-rl/nextstate/trainer/cpu"
-	"github.com/nextstate-rl/nextstate/trainer/serve"
 	"github.com/nextstate-rl/nextstate/trainer/service"
 	"github.com/nextstate-rl/nextstate/trainer/tokenizer"
 )
@@ -48,7 +47,8 @@ parameter, or LoRA adapters with --lora RANK), and serve over HTTP on one addres
   published.
 
 Version 0 is the weights as loaded, kept as the frozen reference (the KL term's and the
-OPD teacher's).`,
+OPD teacher's), also served over the OpenAI API at /reference/v1 (a judge of the
+policy's own family). nextstate train --trainer URL drives this server.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServeTrainer(cmd.Context(), f) },
 	}
@@ -90,31 +90,10 @@ func runServeTrainer(ctx context.Context, f serveTrainerFlags) error {
 		return err
 	}
 	defer svc.Close()
-	name := f.name
-	if name == "" {
-		abs, _ := filepath.Abs(f.model)
-		name = filepath.Base(abs)
-	}
-	v0, err := svc.Acquire(-1)
+	name := modelName(f.name, f.model)
+	mux, err := train.Handler(svc, tok, name, log)
 	if err != nil {
 		return err
-	}
-	openai := serve.New(v0.Engine, tok, name)
-	v0.Release()
-	openai.Logger = log
-	openai.Versions = func() (*trainer.Engine, int, func(), error) {
-		l, err := svc.Acquire(-1)
-		if err != nil {
-			return nil, 0, nil, err
-		}
-		return l.Engine, l.Version.Version, l.Release, nil
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/v1/", openai)
-	mux.Handle("/health", openai)
-	train := service.NewHandler(svc)
-	for _, p := range []string{"forward_backward", "forward", "optim_step", "save_weights_for_sampler", "sample", "save_state", "load_state", "info"} {
-		mux.Handle("/v1/"+p, train)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	ln, err := net.Listen("tcp", f.addr)

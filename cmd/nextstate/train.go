@@ -24,12 +24,12 @@ import (
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/train"
 	"github.com/nextstate-rl/nextstate/trainer"
-	"github.com/nextstate-rl/nextstate/trainer/cpu"
 	"github.com/nextstate-rl/nextstate/trainer/service"
 )
 
 type trainFlags struct {
 	config, model, out, serverURL, token, name, targets      string
+	trainerURL                                               string
 	trainSplit, evalSplit, loss, estimator, judge, logLevel  string
 	suites, settings                                         []string
 	mix                                                      map[string]string
@@ -83,6 +83,7 @@ by the flags' names; the command line wins.`,
 	fl.StringToStringVar(&f.mix, "mix", nil, "suite weights, name=weight,... (default: equal); a suite's name is its kind's or its file's")
 	fl.StringVar(&f.model, "model", "", "model folder (a Hugging Face Qwen3 folder: config.json, safetensors, tokenizer.json)")
 	fl.StringVar(&f.out, "out", "", "run directory (state.json, metrics.jsonl, rollouts/, eval/, states/, gym/)")
+	fl.StringVar(&f.trainerURL, "trainer", "", "a remote `serve-trainer`'s URL (http://host:8300): it holds the model, trains it and serves the policy (instead of --model in this process)")
 	fl.StringVar(&f.serverURL, "server", "", "gym server URL (ws:// or http://); default: one in this process, its store in OUT/gym")
 	fl.StringVar(&f.token, "token", "", "the gym server's bearer token (or $NEXTSTATE_TOKEN)")
 	fl.StringVar(&f.name, "name", "", "the policy's model id in its OpenAI API (default: the model folder's name)")
@@ -257,8 +258,12 @@ func runTrain(ctx context.Context, stdout, stderr io.Writer, f trainFlags) error
 	switch {
 	case len(f.suites) == 0:
 		return errors.New("--suite is required: a task file or directory, or an env kind's name such as guess-v1")
-	case f.model == "":
-		return errors.New("--model is required: a Hugging Face Qwen3 folder")
+	case f.model == "" && f.trainerURL == "":
+		return errors.New("--model is required: a Hugging Face Qwen3 folder (or --trainer, a serve-trainer's URL)")
+	case f.model != "" && f.trainerURL != "":
+		return errors.New("--model and --trainer: give one (a serve-trainer holds its own model)")
+	case f.trainerURL != "" && (f.rank != 0 || f.alpha != 0 || f.targets != strings.Join(trainer.LoRATargets, ",")):
+		return errors.New("--lora, --alpha and --targets are serve-trainer's settings when training with --trainer")
 	case f.out == "":
 		return errors.New("--out is required: the run directory")
 	case f.rank < 0:
@@ -314,32 +319,14 @@ func runTrain(ctx context.Context, stdout, stderr io.Writer, f trainFlags) error
 		return err
 	}
 
-	// The policy: the model on the CPU trainer, served on loopback.
-	m, tok, err := loadTrainable(f.model, cpu.New(), f.rank, f.alpha, f.targets, uint64(f.seed))
+	// The policy: the model on the CPU trainer, served on loopback; or a
+	// remote serve-trainer's, which serves its own.
+	p, err := startPolicy(ctx, f, log)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
-	svc, err := service.New(m, service.Options{Training: trainer.TrainOptions{Seed: uint64(f.seed)},
-		Engine: trainer.EngineOptions{MaxBatch: f.maxBatch}, Tokenizer: tok, StateDir: filepath.Join(f.out, "states"), KeepStates: 2})
-	if err != nil {
-		return err
-	}
-	defer svc.Close()
-	name := f.name
-	if name == "" {
-		abs, _ := filepath.Abs(f.model)
-		name = filepath.Base(abs)
-	}
-	policy, err := train.ServePolicy(svc, tok, name, log)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		policy.Close(sctx)
-	}()
+	defer p.close()
+	name := p.name
 
 	// Ctrl-C and SIGTERM end the run, resumable; a second one ends the process.
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -351,7 +338,7 @@ func runTrain(ctx context.Context, stdout, stderr io.Writer, f trainFlags) error
 	jf := f.judgeF
 	switch f.judge {
 	case "self":
-		jf.url, jf.model = policy.ReferenceURL, name
+		jf.url, jf.model = p.referenceURL, name
 	case "rule":
 		jf.rules = true
 	}
@@ -383,12 +370,12 @@ func runTrain(ctx context.Context, stdout, stderr io.Writer, f trainFlags) error
 		return err
 	}
 	temp := f.temperature
-	cfg := train.Config{Gym: gymClient, Trainer: svc, Tasks: tasks, Known: known, Mix: mix, Eval: eval, EvalSuite: evalSuite,
+	cfg := train.Config{Gym: gymClient, Trainer: p.api, Tasks: tasks, Known: known, Mix: mix, Eval: eval, EvalSuite: evalSuite,
 		EvalEvery: f.evalEach, EvalK: f.evalK, GroupSize: f.k, Groups: f.groups, Steps: f.steps, MaxStaleness: f.staleness, Concurrency: f.concurrency,
 		Loss: loss, Estimator: f.estimator, TrajectoryMean: f.trajectoryMean, WarmupSteps: f.warmup, Adam: service.AdamParams{LR: f.lr, WeightDecay: f.weightDecay, MaxGradNorm: f.maxGradNorm},
 		SaveEvery: f.saveEvery, SampleTimeout: f.sampleTimeout, PassThreshold: f.pass, Dir: f.out, Seed: f.seed, Progress: stdout,
 		Logger: log,
-		Policy: agent.Config{BaseURL: policy.URL, Model: name, Temperature: &temp, MaxTokens: f.maxTokens, MaxTurns: f.maxTurns,
+		Policy: agent.Config{BaseURL: p.url, Model: name, Temperature: &temp, MaxTokens: f.maxTokens, MaxTurns: f.maxTurns,
 			ContextBudget: f.budget, Logger: log}}
 	if f.staleness == 0 {
 		cfg.MaxStaleness = -1 // the Config's 0 is its default
@@ -397,9 +384,12 @@ func runTrain(ctx context.Context, stdout, stderr io.Writer, f trainFlags) error
 	if err != nil {
 		return err
 	}
-	info, _ := svc.Info(ctx)
+	info, err := p.api.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("the trainer's info: %w", err)
+	}
 	fmt.Fprintf(stdout, "nextstate train: %s (%d parameters, %d trained) on %d tasks of %s, %d held out; %d steps of %d×%d episodes\n",
-		name, m.Config.NumParams(), info.Trainable, len(tasks), strings.Join(f.suites, ", "), len(eval), f.steps, f.groups, f.k)
+		name, info.Config.NumParams(), info.Trainable, len(tasks), strings.Join(f.suites, ", "), len(eval), f.steps, f.groups, f.k)
 	begin := time.Now()
 	sum, err := l.Run(ctx)
 	if err != nil {

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/store"
 	"github.com/nextstate-rl/nextstate/train"
+	"github.com/nextstate-rl/nextstate/trainer"
+	"github.com/nextstate-rl/nextstate/trainer/service"
 )
 
 // TestTrain runs `nextstate train` for two steps on guess-v1 with a tiny
@@ -138,5 +142,93 @@ func TestSFT(t *testing.T) {
 	}
 	if _, err := run(t, "sft", "--demos", demos, "--init", "huge", "--tokenizer", tok, "--out", t.TempDir()); err == nil || !strings.Contains(err.Error(), "want tiny or small") {
 		t.Errorf("--init huge: %v", err)
+	}
+}
+
+// TestTrainRemoteTrainer: `train --trainer URL` drives a serve-trainer,
+// which holds the model, trains it, serves the policy and its reference
+// (--judge self). A serve-trainer restarted from its state directory
+// numbers its versions anew; the resumed run still names each turn's
+// version by its optimizer steps, so its staleness is exact.
+func TestTrainRemoteTrainer(t *testing.T) {
+	model := writeTinyModel(t)
+	states := t.TempDir()
+	serveTrainer := func() (string, func()) {
+		ready := filepath.Join(t.TempDir(), "ready")
+		ctx, cancel := context.WithCancel(t.Context())
+		errc := make(chan error, 1)
+		go func() {
+			errc <- runServeTrainer(ctx, serveTrainerFlags{model: model, addr: "127.0.0.1:0", name: "tiny", readyFile: ready,
+				targets: strings.Join(trainer.LoRATargets, ","), stateDir: states, keepStates: 3, keepVersions: 2,
+				teacher: "reference", maxBatch: 4, seed: 1, drain: 5 * time.Second})
+		}()
+		addr := waitReady(t, ready, errc)
+		return "http://" + addr, func() {
+			cancel()
+			if err := <-errc; err != nil {
+				t.Errorf("serve-trainer: %v", err)
+			}
+		}
+	}
+	url, stop := serveTrainer()
+	out := filepath.Join(t.TempDir(), "run")
+	args := []string{"train", "--suite", "guess-v1", "--trainer", url, "--out", out, "-k", "2", "--groups", "2",
+		"--max-tokens", "4", "--max-turns", "2", "--judge", "self", "--judge-votes", "1", "--eval-split", "none", "--concurrency", "2",
+		"--loss", "grpo-kl"} // the KL term trains on groups of equal rewards, as a random model's are
+	got, err := run(t, append(args, "--steps", "2")...)
+	if err != nil {
+		t.Fatalf("train --trainer: %v\n%s", err, got)
+	}
+	if !strings.Contains(got, "nextstate train: tiny (") || !strings.Contains(got, "step 2/2") {
+		t.Errorf("the output:\n%s", got)
+	}
+	info, err := service.NewClient(url).Info(t.Context())
+	if err != nil || info.Step != 2 {
+		t.Fatalf("the serve-trainer after the run: step %d, %v; want 2\n%s", info.Step, err, got)
+	}
+	stop()
+
+	url, stop = serveTrainer()
+	defer stop()
+	if got, err := run(t, append(args[:4:4], append([]string{url}, append(args[5:], "--steps", "3")...)...)...); err != nil {
+		t.Fatalf("the resumed run: %v\n%s", err, got)
+	}
+	steps, _, err := train.ReadMetrics(out)
+	if err != nil || len(steps) != 3 {
+		t.Fatalf("metrics.jsonl: %d steps, %v; want 3", len(steps), err)
+	}
+	for i, m := range steps {
+		if m.Version != i+1 || m.StalenessMax > 1 {
+			t.Errorf("step %d: version %d, staleness max %d; want version %d and staleness at most 1", m.Step, m.Version, m.StalenessMax, i+1)
+		}
+	}
+	if m := steps[2]; m.StalenessMax != 0 {
+		t.Errorf("step 3, played after the resume on the weights of step 2: staleness %v; want 0 (its turns' version named by its optimizer steps)", m.Staleness)
+	}
+	audit, err := train.ReadAudit(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, a := range audit {
+		if a.Step == 3 {
+			n++
+			if a.Version == nil || *a.Version != 2 {
+				t.Errorf("step 3's turn %+v: want version 2 (the optimizer steps of the weights that played it)", a)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("the audit holds no turn of step 3")
+	}
+	// The reference judged (serve-trainer's /reference/v1).
+	st, err := store.OpenReadOnly(filepath.Join(out, "gym"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	evs, err := st.Events(t.Context(), store.Filter{Types: []gym.EventType{gym.EventReward}})
+	if err != nil || len(evs) == 0 || evs[0].Source != "judge:prm" || evs[0].Info["model"] != "tiny" {
+		t.Errorf("the judge's events: %d, %v; want the reference's (judge:prm, model tiny)", len(evs), err)
 	}
 }
