@@ -134,8 +134,12 @@
 // teacher, one published version for an Engine while training goes on);
 // with shareBase, under LoRA, it copies only the adapters and reads the
 // frozen base in place (writes to a shared base are refused:
-// ErrSharedBase). Model.Checksum is the SHA-256 of the weights.
-// NewScoring makes a Training that only scores.
+// ErrSharedBase). SnapshotInto copies into the arena a closed snapshot
+// gave back (Recycle) instead of allocating, and hashes as it copies: a
+// trainer publishing versions reuses the memory of one it retired.
+// Model.Checksum is a SHA-256 tree hash of the weights: the SHA-256 of the
+// SHA-256s of every tensor's leaves of ChecksumLeaf values, hashed in
+// parallel. NewScoring makes a Training that only scores.
 //
 // # LoRA
 //

@@ -61,7 +61,7 @@ policy's own family). nextstate train --trainer URL drives this server.`,
 	fl.StringVar(&f.targets, "targets", strings.Join(trainer.LoRATargets, ","), "LoRA target projections")
 	fl.StringVar(&f.stateDir, "state-dir", "", "where save_state writes training states (required for save_state)")
 	fl.IntVar(&f.keepStates, "keep-states", 3, "training states kept (0: all)")
-	fl.IntVar(&f.keepVersions, "keep-versions", 2, "published weight versions kept served")
+	fl.IntVar(&f.keepVersions, "keep-versions", 2, "published weight versions kept served, besides version 0 (the reference, always served)")
 	fl.StringVar(&f.teacher, "teacher", "reference", "OPD teacher: reference (the frozen initial weights) or policy")
 	fl.IntVar(&f.maxBatch, "max-batch", 16, "sequences decoded together per version")
 	fl.Uint64Var(&f.seed, "seed", 1, "training seed (LoRA initialisation, the training RNG)")

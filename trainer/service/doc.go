@@ -50,9 +50,15 @@
 // weights as the next version (for a LoRA run only the adapters are
 // copied: the versions share the frozen base) with an Engine of its own,
 // so sampling never waits for training and never sees half-updated
-// weights. The newest Options.KeepVersions (2) stay served; an older one
+// weights. The newest Options.KeepVersions (2) stay served, and version 0
+// (the frozen reference) always; an older one
 // lives on while a Sample or a Lease (Acquire, for serving the OpenAI API)
 // holds it, so a request in flight keeps the version it started with.
+// A full-weight version is copied into the memory of a version that is
+// gone (retired, unleased, its engine stopped; one such arena is kept as
+// the spare), never into one still held: publishing does not pay for a
+// fresh allocation, and no held version's weights ever change. Publishing
+// retires the versions it will retire before it copies, never the newest.
 //
 // # Idempotency
 //

@@ -87,8 +87,8 @@ func TestHTTPRoundTrip(t *testing.T) {
 	if err != nil || v2.Checksum != v.Checksum {
 		t.Fatalf("the loaded state's weights have checksum %s, the saved ones %s (%v)", v2.Checksum, v.Checksum, err)
 	}
-	info, err := c.Info(ctx)
-	if err != nil || info.Step != 1 || info.Config.VocabSize != 64 || info.Trainable == 0 || len(info.Versions) != 2 {
+	info, err := c.Info(ctx) // versions 0 (the reference), 1 and 2
+	if err != nil || info.Step != 1 || info.Config.VocabSize != 64 || info.Trainable == 0 || len(info.Versions) != 3 || info.Versions[0].Version != 0 {
 		t.Fatalf("info: %+v, %v", info, err)
 	}
 	_ = s

@@ -50,7 +50,8 @@ type Options struct {
 	StateDir   string
 	KeepStates int
 	// KeepVersions is how many published versions stay served (default
-	// 2); an older one lives on while a Sample or a Lease holds it.
+	// 2) besides version 0, the reference, which always does; an older
+	// one lives on while a Sample or a Lease holds it.
 	KeepVersions int
 	// Teacher is the OPD teacher: "reference" (the frozen copy of the
 	// initial weights, OpenClaw-RL's choice, the default) or "policy"
@@ -155,21 +156,30 @@ func (s *Service) Training() *trainer.Training { return s.train }
 // many versions are published meanwhile.
 func (s *Service) Acquire(v int) (*Lease, error) { return s.vs.acquire(v) }
 
-// publish snapshots the policy's weights as the next version (s.mu held).
+// publish snapshots the policy's weights as the next version (s.mu held):
+// under LoRA the adapters only (the frozen base shared, its digest kept),
+// else the whole base, copied into the arena of a version that is gone
+// when there is one (versions.makeRoom) and hashed as it is copied.
 func (s *Service) publish() (Version, error) {
-	shared := s.baseDigest != nil
-	snap, err := s.model.Snapshot(true, shared)
-	if err != nil {
-		return Version{}, err
-	}
+	var snap *trainer.Model
+	var err error
 	sum := ""
 	if s.baseDigest != nil {
+		if snap, err = s.model.Snapshot(true, true); err != nil {
+			return Version{}, err
+		}
 		if sum, err = snap.ChecksumFrom(s.baseDigest); err != nil {
 			snap.Close()
 			return Version{}, err
 		}
 	} else {
-		sum = snap.Checksum()
+		spare := s.vs.makeRoom()
+		if snap, sum, err = s.model.SnapshotInto(spare, true); err != nil {
+			if !spare.Nil() {
+				s.model.Backend.Free(spare)
+			}
+			return Version{}, err
+		}
 	}
 	v := Version{Version: s.next, Step: s.train.Steps(), Checksum: sum, Created: time.Now().UTC()}
 	s.next++

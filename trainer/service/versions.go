@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nextstate-rl/nextstate/trainer"
+	"github.com/nextstate-rl/nextstate/trainer/backend"
 )
 
 // Version is one published weight version: immutable once published.
@@ -13,7 +14,8 @@ type Version struct {
 	Version int `json:"version"`
 	// Step is the number of optimizer steps its weights had taken.
 	Step int `json:"step"`
-	// Checksum is the SHA-256 of its weights (trainer.Model.Checksum).
+	// Checksum is the SHA-256 tree hash of its weights
+	// (trainer.Model.Checksum).
 	Checksum string    `json:"checksum"`
 	Created  time.Time `json:"created"`
 }
@@ -27,17 +29,24 @@ type published struct {
 	retired bool
 }
 
-func (p *published) close() {
-	p.engine.Close()
-	p.model.Close()
-}
-
-// versions holds the published versions: the newest keep of them, and any
-// older one while a lease on it is held.
+// versions holds the published versions: the newest keep of them, version
+// 0 (the frozen reference, which the KL term, the OPD teacher and a judge
+// of the policy's own family read for the whole run), and any older one
+// while a lease on it is held.
+//
+// A full-weight version's parameter arena is not freed when the version
+// goes (retired and unleased, its engine stopped) but kept as the spare,
+// one at most, for the next version to be copied into: a fresh arena of a
+// large model costs far more than the copy (see trainer.SnapshotInto).
+// Nothing else can read a version's weights by then, so no served version
+// ever changes.
 type versions struct {
-	mu   sync.Mutex
-	all  []*published // in version order
-	keep int
+	mu     sync.Mutex
+	all    []*published // in version order
+	keep   int
+	spare  backend.Buf // a gone version's parameter arena, or zero
+	be     trainer.Backend
+	closed bool
 }
 
 // Lease is a hold on one version: its engine serves until Release, even
@@ -58,9 +67,35 @@ func (l *Lease) Release() {
 func (vs *versions) publish(p *published) {
 	vs.mu.Lock()
 	vs.all = append(vs.all, p)
+	drop := vs.retireLocked(vs.keep)
+	vs.mu.Unlock()
+	vs.close(drop...)
+}
+
+// makeRoom is called before a version is made: it retires now the
+// versions that publishing it will retire, but never the newest, and
+// returns the spare arena for the new version's weights (the zero Buf if
+// there is none): the oldest version's own when nobody holds it.
+func (vs *versions) makeRoom() backend.Buf {
+	vs.mu.Lock()
+	drop := vs.retireLocked(max(vs.keep-1, 1))
+	vs.mu.Unlock()
+	vs.close(drop...)
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	spare := vs.spare
+	vs.spare = backend.Buf{}
+	return spare
+}
+
+// retireLocked retires every version but the newest n and version 0 (the
+// reference), and returns those of
+// them nobody holds, to close (vs.mu held). Retired versions precede the
+// others in vs.all.
+func (vs *versions) retireLocked(n int) []*published {
 	var drop []*published
 	for i, q := range vs.all {
-		if i < len(vs.all)-vs.keep && !q.retired {
+		if i < len(vs.all)-n && !q.retired && q.Version.Version != 0 {
 			q.retired = true
 			if q.leases == 0 {
 				drop = append(drop, q)
@@ -68,9 +103,26 @@ func (vs *versions) publish(p *published) {
 		}
 	}
 	vs.prune()
-	vs.mu.Unlock()
-	for _, q := range drop {
-		q.close()
+	return drop
+}
+
+// close stops the engines of versions that are gone and frees their
+// weights, keeping one parameter arena as the spare (vs.mu not held).
+func (vs *versions) close(ps ...*published) {
+	for _, p := range ps {
+		p.engine.Close()
+		buf := p.model.Recycle()
+		if buf.Nil() {
+			continue
+		}
+		vs.mu.Lock()
+		if vs.spare.Nil() && !vs.closed {
+			vs.spare, vs.be, buf = buf, p.model.Backend, backend.Buf{}
+		}
+		vs.mu.Unlock()
+		if !buf.Nil() {
+			p.model.Backend.Free(buf)
+		}
 	}
 }
 
@@ -119,7 +171,7 @@ func (vs *versions) release(p *published) {
 	}
 	vs.mu.Unlock()
 	if closeIt {
-		p.close()
+		vs.close(p)
 	}
 }
 
@@ -145,13 +197,20 @@ func (vs *versions) list() []Version {
 	return out
 }
 
-// closeAll closes every version, leased or not (the service is closing).
+// closeAll closes every version, leased or not, and frees the spare (the
+// service is closing).
 func (vs *versions) closeAll() {
 	vs.mu.Lock()
 	all := vs.all
-	vs.all = nil
+	vs.all, vs.closed = nil, true
+	spare := vs.spare
+	vs.spare = backend.Buf{}
 	vs.mu.Unlock()
+	if !spare.Nil() {
+		vs.be.Free(spare)
+	}
 	for _, q := range all {
-		q.close()
+		q.engine.Close()
+		q.model.Close()
 	}
 }
