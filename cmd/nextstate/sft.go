@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -94,6 +95,10 @@ func loadDemos(dirs []string, maxDemos int) ([]demoTurn, int, error) {
 		if err != nil {
 			return nil, 0, fmt.Errorf("--demos %s: %w", dir, err)
 		}
+		// The file's order is the order the trials finished in, which
+		// varies from run to run; the trials' ids do not, so the same
+		// demonstrations and seed give the same batches.
+		slices.SortFunc(res.Rows, func(a, b rundir.Result) int { return strings.Compare(a.TrialID, b.TrialID) })
 		for i := range res.Rows {
 			row := &res.Rows[i]
 			if row.Status != rundir.StatusPassed {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -135,6 +136,35 @@ func TestSFT(t *testing.T) {
 	}
 	if len(losses) < 2 || losses[len(losses)-1] >= losses[0] {
 		t.Errorf("sft losses %v: want them to fall", losses)
+	}
+	// The batches do not depend on the order results.jsonl lists the
+	// trials in (the order they finished): the same demonstrations in
+	// reverse give the same losses.
+	rev := filepath.Join(t.TempDir(), "demos")
+	if err := os.CopyFS(rev, os.DirFS(demos)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(demos, "results.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(strings.TrimSpace(string(b)), "\n") // a row per trial
+	slices.Reverse(rows)
+	os.WriteFile(filepath.Join(rev, "results.jsonl"), []byte(strings.Join(rows, "\n")+"\n"), 0o644)
+	again, err := run(t, "sft", "--demos", rev, "--init", "tiny", "--tokenizer", tok, "--steps", "10", "--batch", "4", "--lr", "3e-3", "--out", filepath.Join(t.TempDir(), "warm"))
+	if err != nil {
+		t.Fatalf("sft on the reversed results: %v\n%s", err, again)
+	}
+	lossLines := func(out string) (ls []string) {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "step ") {
+				ls = append(ls, strings.Fields(l)[3]) // the loss, not the time
+			}
+		}
+		return ls
+	}
+	if a, b := lossLines(got), lossLines(again); !slices.Equal(a, b) || len(a) == 0 {
+		t.Errorf("sft's losses depend on the order of results.jsonl: %v, reversed %v", a, b)
 	}
 	// The folder is a model: it fine-tunes again.
 	if got, err := run(t, "sft", "--demos", demos, "--model", model, "--steps", "1", "--batch", "2", "--out", filepath.Join(t.TempDir(), "again")); err != nil {
