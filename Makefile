@@ -28,9 +28,9 @@ image: build
 # The main job on embedded defaults: a server on loopback with a temporary
 # store, a scripted agent over every built-in env, and a report; then a short
 # training run (a tiny model from scratch, warm-started on two demonstrators
-# of guess-v1, 20 RL steps, about four minutes here) with its report.html,
-# held-out pass@1 before and after; the rise is small and not yet reliable
-# (README, "Learning, shown on this machine").
+# of guess-v1, 20 RL steps, about seven minutes here) with its report.html,
+# held-out pass@1 before and after (README, "Learning, shown on this
+# machine").
 DEMO_LEARN ?= $(or $(TMPDIR),/tmp)/nextstate-demo-learn
 demo: build
 	$(BIN) demo
