@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import http.server
 import json
 import math
 import os
@@ -52,7 +51,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import types
 import uuid
@@ -66,6 +64,7 @@ import nextstate as ns  # noqa: E402
 from nextstate import slime_adapter as sa  # noqa: E402
 from nextstate.samples import iter_samples_http  # noqa: E402
 from tests import slime_model as model  # noqa: E402
+from tests.fake_teacher import FakeTeacher  # noqa: E402
 
 END = 7  # CharTokenizer's <|im_end|>
 TEACHER_SCALE = 1000.0  # the fake teacher's log-prob of token t is -t/1000
@@ -311,28 +310,6 @@ def stored(srv: Server, run: str, n: int) -> list[Any]:
                 raise CheckFailed(f"run {run}: {len(recs)} samples stored, want {n}")
             return recs
         time.sleep(0.1)
-
-
-class Teacher(http.server.BaseHTTPRequestHandler):
-    """Stands in for the SGLang /generate slime's OPD example serves the
-    teacher on: a prefill's input log-probs, token t at -t/1000."""
-
-    requests: list[dict[str, Any]] = []
-
-    def do_POST(self) -> None:  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        Teacher.requests.append(body)
-        ids = body["input_ids"]
-        lps = [[None, ids[0], None]] + [[-t / TEACHER_SCALE, t, None] for t in ids[1:]]
-        out = json.dumps({"text": "", "meta_info": {"input_token_logprobs": lps}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
-
-    def log_message(self, *a: Any) -> None:
-        pass
 
 
 # ---------------------------------------------------------------------------
@@ -654,11 +631,9 @@ def mixed(srv: Server, run_tok: str, run_drop: str, recs_tok: list[Any]) -> None
 
 def opd(srv: Server, run: str) -> None:
     print(f"\n[opd] run {run}: teacher log-probs from an SGLang-shaped teacher, hints from the rule judge")
-    teacher = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Teacher)
-    threading.Thread(target=teacher.serve_forever, daemon=True).start()
+    teacher = FakeTeacher(scale=TEACHER_SCALE)
     try:
-        Teacher.requests = []
-        url = f"http://127.0.0.1:{teacher.server_address[1]}/generate"
+        url = teacher.url
         flags = ["--rollout-batch-size", "1", "--n-samples-per-prompt", "2", "--global-batch-size", "2",
                  "--custom-reward-post-process-path", sa.REWARD_HOOK, "--hf-checkpoint", "slime-check/char",
                  "--use-opd", "--opd-type", "sglang", "--rm-url", url]
@@ -677,12 +652,11 @@ def opd(srv: Server, run: str) -> None:
                     max(abs(a - b) for a, b in zip(t.tolist(), want)) > 1e-6:
                 raise CheckFailed(f"sample {g}: teacher_log_probs {t.tolist()}, want {want}")
         check(True, "teacher_log_probs reach every rank's training data: float32, one per response token")
-        ctx_hits = sum(1 for r in Teacher.requests if r["input_ids"][0] == 1)  # CharTokenizer's template opens with 1
+        ctx_hits = sum(1 for r in teacher.requests if r["input_ids"][0] == 1)  # CharTokenizer's template opens with 1
         check(ctx_hits == hinted, f"the teacher scored {ctx_hits} turns under their hint's context")
         compare_with_model(args, out.samples, ranks, flat, sa.post_process_rewards)
     finally:
-        teacher.shutdown()
-        teacher.server_close()
+        teacher.close()
 
 
 def evaluation(srv: Server, run: str, k: int) -> None:

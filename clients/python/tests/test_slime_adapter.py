@@ -7,10 +7,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
-import http.server
 import json
 import math
-import threading
 import types
 import unittest
 from typing import Any, Optional
@@ -20,6 +18,7 @@ from nextstate.groups import GroupAssembler, Trajectory
 from nextstate.samples import SampleRecord
 
 from . import slime_model as slime
+from .fake_teacher import FakeTeacher
 
 END = 7  # FakeTokenizer's <|im_end|>
 
@@ -380,36 +379,11 @@ class MixedBatchTest(unittest.TestCase):
         self.assertEqual(data["rollout_log_probs"], [[-0.1, -0.1]] * 5, "every turn keeps its log-probs")
 
 
-class FakeTeacher(http.server.BaseHTTPRequestHandler):
-    """SGLang's /generate, as far as a prefill for log-probs goes: token t
-    has log-prob -t/100, the first token none."""
-
-    requests: list[dict[str, Any]] = []
-
-    def do_POST(self) -> None:  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        FakeTeacher.requests.append(body)
-        ids = body["input_ids"]
-        lps = [[None, ids[0], None]] + [[-t / 100, t, None] for t in ids[1:]]
-        out = json.dumps({"text": "", "meta_info": {"input_token_logprobs": lps}}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
-
-    def log_message(self, *a: Any) -> None:
-        pass
-
-
 class OPDTest(unittest.TestCase):
     def setUp(self) -> None:
-        FakeTeacher.requests = []
-        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeTeacher)
-        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
-        self.addCleanup(self.srv.server_close)
-        self.addCleanup(self.srv.shutdown)
-        self.url = f"http://127.0.0.1:{self.srv.server_address[1]}/generate"
+        self.teacher = FakeTeacher(scale=100)
+        self.addCleanup(self.teacher.close)
+        self.url = self.teacher.url
 
     def test_teacher_log_probs(self) -> None:
         samples = [sample(0, 1, 1), sample(0, 1, 2, hint="Halve the range."), sample(0, 2, 1, text_only=True)]
@@ -426,14 +400,14 @@ class OPDTest(unittest.TestCase):
             self.assertEqual(len(x.teacher_log_probs), x.response_length)
         # Without a hint the teacher scores the turn's own tokens.
         self.assertEqual(flat[0].teacher_log_probs, [-0.21, -0.31])
-        by_len = {len(r["input_ids"]): r for r in FakeTeacher.requests}
+        by_len = {len(r["input_ids"]): r for r in self.teacher.requests}
         self.assertEqual(by_len[5]["input_ids"], [10, 11, 12, 21, 31])
         self.assertEqual(by_len[5]["sampling_params"], {"max_new_tokens": 0, "skip_special_tokens": False,
                                                         "temperature": 0.8})
         self.assertTrue(by_len[5]["return_logprob"])
         # With one, the teacher context (hint and all, through the chat template), then the same response ids.
         ctx = [1] + [ord(c) for c in "q\n\n[Hint from hindsight]\nHalve the range."] + [2]
-        hinted = [r for r in FakeTeacher.requests if r["input_ids"][:len(ctx)] == ctx]
+        hinted = [r for r in self.teacher.requests if r["input_ids"][:len(ctx)] == ctx]
         self.assertEqual(len(hinted), 1)
         self.assertEqual(hinted[0]["input_ids"][len(ctx):], [22, 32], "the student's response ids")
         self.assertEqual(flat[1].teacher_log_probs, [-0.22, -0.32])
