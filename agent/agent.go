@@ -281,7 +281,7 @@ func (a *Agent) Play(ctx context.Context, sess Session, start Start) (*Episode, 
 				// The gym refused the action before the env saw it: tell
 				// the model, as an env would, and let it try again.
 				rejected++
-				rec.Failure = &gym.Failure{Fault: gym.FaultAgent, Reason: "bad_action", Message: err.Error()}
+				rec.Failure = &gym.Failure{Fault: gym.FaultAgent, Reason: gym.RefusedReason, Message: err.Error()}
 				ep.Steps = append(ep.Steps, rec)
 				if rejected >= a.cfg.MaxRejected {
 					ep.Failure = &gym.Failure{Fault: gym.FaultAgent, Reason: "bad_action",

@@ -53,7 +53,9 @@
 // action schema: text to a GUI kind, two parts where one is allowed) is
 // shown to the model as "Your action was rejected: ..." and the model
 // tries again; after Config.MaxRejected refusals in a row (3) the episode
-// ends as an agent error, "bad_action". Tool call ids the model left out
+// ends as an agent error, "bad_action". The gym records each refusal with
+// its turn (a step.refused event), so it is a training sample too; the
+// trial's result counts them (Result.Refused). Tool call ids the model left out
 // are assigned, call_<turn>_<i>.
 //
 // Each step is sent with its gym.Turn (Session.StepTurn): the prompt

@@ -335,8 +335,11 @@ func (r *Runner) play(ctx context.Context, t trial) (*rundir.Result, *rundir.Tra
 			row.PromptTokens, row.CompletionTokens = int64(ep.PromptTokens), int64(ep.CompletionTokens)
 			row.Failure = ep.Failure
 			for _, s := range ep.Steps {
-				if s.Step > 0 {
+				switch {
+				case s.Step > 0:
 					row.Steps++
+				case s.Failure != nil && s.Failure.Reason == gym.RefusedReason && row.Refused < gym.MaxRefusedRecorded:
+					row.Refused++ // the gym recorded it (step.refused)
 				}
 			}
 			traj.Reset.Observation, traj.Reset.Info = ep.Reset.Observation, ep.Reset.Info
@@ -465,7 +468,7 @@ func playOracle(ctx context.Context, sess Session, reset gym.ResetResult, o gym.
 			}
 			ep.Failure, ep.Truncated = failureOf(err), true
 			if errors.Is(err, gym.ErrBadAction) {
-				ep.Failure.Fault, ep.Failure.Reason = gym.FaultAgent, "bad_action"
+				ep.Failure.Fault, ep.Failure.Reason = gym.FaultAgent, gym.RefusedReason
 			}
 			ep.Steps = append(ep.Steps, rundir.Step{Action: a, Failure: ep.Failure})
 			break

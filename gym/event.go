@@ -14,6 +14,7 @@ const (
 	EventSessionCreated EventType = "session.created" // a session was admitted
 	EventReset          EventType = "reset"           // an episode began; carries the instruction and the first observation
 	EventStep           EventType = "step"            // an action and its next state
+	EventRefused        EventType = "step.refused"    // an action refused before the env saw it; the episode goes on
 	EventReward         EventType = "reward"          // a reward that arrived after its step (verifier, judge)
 	EventSessionClosed  EventType = "session.closed"  // a session ended; Reason says why
 )

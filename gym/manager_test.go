@@ -496,8 +496,77 @@ func TestBadActionConsumesNoStep(t *testing.T) {
 	if res := step(t, s, "ok"); res.Step != 1 {
 		t.Errorf("first valid step is step %d, want 1", res.Step)
 	}
-	if n := len(mem.Session(s.ID)); n != 3 {
-		t.Errorf("%d events, want created, reset, one step", n)
+	var types []string
+	for _, ev := range mem.Session(s.ID) {
+		types = append(types, string(ev.Type))
+	}
+	if got := strings.Join(types, " "); got != "session.created reset step.refused step.refused step" {
+		t.Errorf("events %q, want created, reset, the two refusals, one step", got)
+	}
+}
+
+// A refused action is recorded (the refusal is a next state to train on)
+// with its turn, numbered as the step it would have been; a retried step
+// id is answered with the same refusal and not recorded again, and the id
+// is not used up; at most
+// MaxRefusedRecorded an episode are recorded, and a reset starts anew.
+func TestRefusedActionRecorded(t *testing.T) {
+	m, mem := newManager(t, gym.Config{})
+	s := create(t, m, gym.CreateRequest{Env: "echo-v1"})
+	ctx := t.Context()
+	bad := gym.Action{Parts: []gym.Part{{Type: gym.PartToolCall, ToolCall: &gym.ToolCall{Function: gym.FunctionCall{Name: "f", Arguments: "{}"}}}}}
+	turn := &gym.Turn{Response: "<tool_call>f</tool_call>", Model: "m"}
+	step(t, s, "one")
+	_, first := s.StepTurn(ctx, "r1", bad, turn)
+	_, again := s.StepTurn(ctx, "r1", bad, turn)
+	if !errors.Is(first, gym.ErrBadAction) || again == nil || again.Error() != first.Error() {
+		t.Fatalf("refusal %v, its retry %v: want the same refusal", first, again)
+	}
+	var refused []gym.Event
+	for _, ev := range mem.Session(s.ID) {
+		if ev.Type == gym.EventRefused {
+			refused = append(refused, ev)
+		}
+	}
+	if len(refused) != 1 {
+		t.Fatalf("%d step.refused events, want 1 (a retried step id is not recorded again)", len(refused))
+	}
+	ev := refused[0]
+	if ev.Step != 2 || ev.StepID != "r1" || ev.Episode != 1 || ev.Turn == nil || ev.Turn.Response != turn.Response ||
+		ev.Action == nil || ev.Observation != nil || ev.Failure == nil || ev.Failure.Fault != gym.FaultAgent ||
+		ev.Failure.Reason != gym.RefusedReason || ev.Failure.Message != first.Error() {
+		t.Errorf("step.refused event %+v (failure %+v)", ev, ev.Failure)
+	}
+	// The refused action's id is not used up: another action takes it.
+	if res, err := s.Step(ctx, "r1", gym.TextAction("two")); err != nil || res.Step != 2 || res.Replayed {
+		t.Errorf("a valid action under the refused one's step id: step %d replayed %v, %v; want step 2, run", res.Step, res.Replayed, err)
+	}
+
+	count := func() int {
+		n := 0
+		for _, ev := range mem.Session(s.ID) {
+			if ev.Type == gym.EventRefused {
+				n++
+			}
+		}
+		return n
+	}
+	for i := range gym.MaxRefusedRecorded + 3 {
+		if _, err := s.Step(ctx, "", bad); !errors.Is(err, gym.ErrBadAction) {
+			t.Fatalf("refusal %d: %v", i, err)
+		}
+	}
+	if n := count(); n != gym.MaxRefusedRecorded {
+		t.Errorf("%d refusals recorded in one episode, want the cap, %d", n, gym.MaxRefusedRecorded)
+	}
+	if _, err := s.Reset(ctx, nil, 1, gym.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Step(ctx, "", bad); !errors.Is(err, gym.ErrBadAction) {
+		t.Fatal(err)
+	}
+	if n := count(); n != gym.MaxRefusedRecorded+1 {
+		t.Errorf("%d refusals recorded after a reset and one more, want %d", n, gym.MaxRefusedRecorded+1)
 	}
 }
 

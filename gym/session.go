@@ -34,6 +34,7 @@ type Session struct {
 	episode int
 	step    int
 	over    bool // the episode terminated or was truncated
+	refused int  // the episode's refused actions recorded (EventRefused)
 	closed  bool
 	started time.Time // episode start
 	steps   stepLog
@@ -78,6 +79,7 @@ type stepLog struct {
 type loggedStep struct {
 	sum [32]byte
 	res StepResult
+	err error // a refused action's refusal: its retry is answered with it, not recorded again
 }
 
 const stepLogSize = 4096
@@ -87,6 +89,10 @@ func (l *stepLog) get(id string) *loggedStep { return l.byID[id] }
 func (l *stepLog) put(id string, s *loggedStep) {
 	if l.byID == nil {
 		l.byID = make(map[string]*loggedStep)
+	}
+	if _, ok := l.byID[id]; ok { // a refused action's id, now taken by another action
+		l.byID[id] = s
+		return
 	}
 	if len(l.order) >= stepLogSize {
 		delete(l.byID, l.order[0])
@@ -145,7 +151,7 @@ func (s *Session) reset(ctx context.Context, task *Task, seed int64, opts Option
 	}
 	s.task, s.limits = task, limits
 	s.episode++
-	s.step, s.over, s.started = 0, false, time.Now()
+	s.step, s.over, s.refused, s.started = 0, false, 0, time.Now()
 	ev := &Event{
 		Type: EventReset, Time: s.started, Session: s.ID, Run: s.Run, Env: s.Kind, Task: task.ID,
 		Episode: s.episode, Seed: &seed, Instruction: task.Instruction, Observation: &obs, Info: info,
@@ -164,7 +170,9 @@ func (s *Session) reset(ctx context.Context, task *Task, seed int64, opts Option
 // the step idempotent: a step id seen before is answered from the record
 // (Replayed set) without running the action again, and reusing it for a
 // different action is an ErrStepIDReused error. An action that does not
-// match the kind's schema is an *ActionError and consumes no step.
+// match the kind's schema is an *ActionError and consumes no step; it is
+// recorded as an EventRefused (the refusal is the next state a policy is
+// trained on), the episode's first MaxRefusedRecorded of them.
 //
 // A step that hits a limit (max steps, episode deadline, the step's own
 // deadline) is truncated; a failing env truncates the episode with a
@@ -191,9 +199,14 @@ func (s *Session) StepTurn(ctx context.Context, stepID string, action Action, tu
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if stepID != "" {
-		if l := s.steps.get(stepID); l != nil {
+		// A refused action does not use up its step id: only its retry
+		// (the same action) is answered from the log.
+		if l := s.steps.get(stepID); l != nil && (l.err == nil || l.sum == sum) {
 			if l.sum != sum {
 				return StepResult{}, fmt.Errorf("%w: %q", ErrStepIDReused, stepID)
+			}
+			if l.err != nil {
+				return StepResult{}, l.err
 			}
 			r := l.res
 			r.Replayed = true
@@ -206,18 +219,8 @@ func (s *Session) StepTurn(ctx context.Context, stepID string, action Action, tu
 	if s.over {
 		return StepResult{}, ErrEpisodeOver
 	}
-	// The schema reads the action's JSON form only when its native check
-	// does not accept the action (see Schema.ValidateAction).
-	if err := s.reg.action.ValidateAction(action, func() []byte {
-		raw, _ := json.Marshal(action) // an Action always encodes
-		return raw
-	}); err != nil {
-		return StepResult{}, &ActionError{Kind: s.Kind, Err: err}
-	}
-	for _, p := range action.Parts {
-		if err := p.check(); err != nil {
-			return StepResult{}, &ActionError{Kind: s.Kind, Err: err}
-		}
+	if err := s.checkAction(action); err != nil {
+		return StepResult{}, s.refuse(ctx, stepID, sum, action, turn, err)
 	}
 
 	res, elapsed, closeAfter := s.runStep(ctx, action)
@@ -246,6 +249,59 @@ func (s *Session) StepTurn(ctx context.Context, stepID string, action Action, tu
 		s.closeLocked(context.WithoutCancel(ctx), CloseInfra, res.Failure)
 	}
 	return res, nil
+}
+
+// checkAction checks an action against the kind's schema and the parts'
+// own rules.
+func (s *Session) checkAction(action Action) *ActionError {
+	// The schema reads the action's JSON form only when its native check
+	// does not accept the action (see Schema.ValidateAction).
+	if err := s.reg.action.ValidateAction(action, func() []byte {
+		raw, _ := json.Marshal(action) // an Action always encodes
+		return raw
+	}); err != nil {
+		return &ActionError{Kind: s.Kind, Err: err}
+	}
+	for _, p := range action.Parts {
+		if err := p.check(); err != nil {
+			return &ActionError{Kind: s.Kind, Err: err}
+		}
+	}
+	return nil
+}
+
+// MaxRefusedRecorded bounds the refused actions of one episode that are
+// recorded (EventRefused): past it they are still refused, and not
+// recorded, so that a client cannot grow the record without taking steps.
+const MaxRefusedRecorded = 64
+
+// RefusedReason is the failure reason of a refused action's event.
+const RefusedReason = "bad_action"
+
+// refuse records a refused action, the episode's first MaxRefusedRecorded,
+// as an EventRefused numbered as the step it would have been, and returns
+// the refusal. A step id is remembered with it, so that a retry (the same
+// action) is answered the same way and not recorded twice; the id is not
+// used up: another action may take it. An event the store cannot take
+// closes the session, as a step's does.
+func (s *Session) refuse(ctx context.Context, stepID string, sum [32]byte, action Action, turn *Turn, refusal *ActionError) error {
+	if s.refused >= MaxRefusedRecorded {
+		return refusal
+	}
+	ev := &Event{
+		Type: EventRefused, Time: time.Now(), Session: s.ID, Run: s.Run, Env: s.Kind, Task: s.task.ID,
+		Episode: s.episode, Step: s.step + 1, StepID: stepID, Action: &action, Turn: turn,
+		Failure: &Failure{Fault: FaultAgent, Reason: RefusedReason, Message: refusal.Error()},
+	}
+	if err := s.m.record(ctx, ev); err != nil {
+		s.closeLocked(context.WithoutCancel(ctx), CloseInfra, FailureOf(err))
+		return err
+	}
+	s.refused++
+	if stepID != "" {
+		s.steps.put(stepID, &loggedStep{sum: sum, err: refusal})
+	}
+	return refusal
 }
 
 // runStep calls the env under the step's deadline and applies the limits.

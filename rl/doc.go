@@ -49,6 +49,14 @@
 // (4096) is let go and gives no samples; OnJudged and OnTrajectory report
 // each judge result and each complete trajectory, for metrics.
 //
+// An action the gym refused before the env saw it (a step.refused event:
+// it did not match the kind's action schema) is a turn of its episode
+// too: it is not judged, its process reward is RefusedProcess (−1, the
+// gym's verdict), its next state the refusal (RefusalText), and it gives
+// a sample (metadata.nextstate.refused) between the steps around it. A
+// policy that writes malformed tool calls is thus told so on the turn
+// that did, not only through the outcome.
+//
 // # The judge
 //
 // A Judge (NewJudge with a JudgeConfig) talks to any OpenAI-compatible
@@ -196,7 +204,7 @@
 //	metadata.step_wise  object               step_scores [r_t], step_scores_with_outcome [R_t], step_indices [t],
 //	                                         step_token_spans [[0, response_length]], outcome_reward o
 //	metadata.opd        object, if a hint    hint, teacher_prompt: prompt with the hint appended to its last user turn
-//	metadata.nextstate  object               session, episode, step, step_id, env, task, judged
+//	metadata.nextstate  object               session, episode, step, step_id, env, task, judged, refused
 //
 // TeacherMessages builds the teacher context: a copy of the messages with
 // "\n\n[Hint from hindsight]\n<hint>" appended to the last user turn (a new

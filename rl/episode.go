@@ -10,7 +10,7 @@ type episode struct {
 	instruction    string       // from the reset event
 	tooLong        bool         // over maxSteps: steps dropped, no samples
 	resetText      string       // the first observation, as text
-	steps          []*gym.Event // the step events, in order
+	steps          []*gym.Event // the step and step.refused events, in order
 	history        []Turn       // the judge's view of the steps so far
 	lastImage      *gym.Blob    // the latest screen, the next step's "before"
 }
@@ -33,7 +33,7 @@ func (g *Follower) handle(ev *gym.Event) {
 			ep.lastImage = ObservationImage(*ev.Observation)
 		}
 		ep.prompt = promptKind(ev.Env, ev.Info)
-	case gym.EventStep:
+	case gym.EventStep, gym.EventRefused:
 		ep := g.episodes[ev.Session]
 		if ep == nil || ep.key.Episode != ev.Episode {
 			// An episode whose reset was not seen: no instruction, no
@@ -45,7 +45,7 @@ func (g *Follower) handle(ev *gym.Event) {
 			ep.prompt = promptKind(ev.Env, nil)
 		}
 		g.step(ep, ev)
-		if ev.Terminated || ev.Truncated {
+		if ev.Type == gym.EventStep && (ev.Terminated || ev.Truncated) {
 			g.end(ep, OutcomeOf(ev))
 		}
 	case gym.EventSessionClosed:
@@ -74,7 +74,8 @@ func promptKind(env string, resetInfo gym.Info) string {
 	return KindDefault
 }
 
-// step records a step and submits it to the judge.
+// step records a step and submits it to the judge. A refused action is
+// not judged: the gym's refusal is its verdict (RefusedProcess).
 func (g *Follower) step(ep *episode, ev *gym.Event) {
 	if ep.tooLong {
 		return
@@ -95,7 +96,7 @@ func (g *Follower) step(ep *episode, ev *gym.Event) {
 		after = ObservationImage(*ev.Observation)
 	}
 	code := ExitCode(ev.Info)
-	if judges(ev) {
+	if ev.Type == gym.EventStep && judges(ev) {
 		ref := StepRefOf(ev)
 		in := JudgeInput{Kind: ep.prompt, Env: ep.env, Instruction: ep.instruction, History: ep.history[:len(ep.history):len(ep.history)],
 			Step: ev.Step, Action: action, NextState: next, ExitCode: code, Before: ep.lastImage, After: after}
@@ -121,15 +122,34 @@ func judges(ev *gym.Event) bool {
 	return (ev.Failure == nil || ev.Failure.Fault != gym.FaultInfra) && ev.StepID != ""
 }
 
-// stepTexts returns a step's action and next state as text.
+// stepTexts returns a step's action and next state as text; a refused
+// action's next state is its refusal (RefusalText).
 func stepTexts(ev *gym.Event) (action, next string) {
 	if ev.Action != nil {
 		action = ActionText(*ev.Action)
 	}
-	if ev.Observation != nil {
+	switch {
+	case ev.Type == gym.EventRefused:
+		next = RefusalText(ev.Failure)
+	case ev.Observation != nil:
 		next = ObservationText(*ev.Observation)
 	}
 	return action, next
+}
+
+// RefusedProcess is the process reward of a refused action's turn: the
+// gym refused it before the env saw it (it did not match the kind's action
+// schema), a verdict as certain as a judge's unanimous "bad".
+const RefusedProcess = -1.0
+
+// RefusalText is a refused action's next state as text: what the gym
+// answered.
+func RefusalText(f *gym.Failure) string {
+	msg := "the action does not match the env's action schema"
+	if f != nil && f.Message != "" {
+		msg = f.Message
+	}
+	return "The gym refused the action: " + msg
 }
 
 // end reports an episode's outcome; the Tracker completes the trajectory

@@ -82,7 +82,7 @@ const (
 
 // followedTypes are the event types a Follower follows; the others are
 // skipped.
-var followedTypes = []gym.EventType{gym.EventReset, gym.EventStep, gym.EventSessionClosed}
+var followedTypes = []gym.EventType{gym.EventReset, gym.EventStep, gym.EventRefused, gym.EventSessionClosed}
 
 // A Follower turns committed events into training signal, off the step
 // path (see the package doc, The follower). Publish hands it committed
@@ -237,7 +237,7 @@ func (g *Follower) Publish(evs []*gym.Event) {
 	queued := false
 	for _, ev := range evs {
 		switch ev.Type {
-		case gym.EventReset, gym.EventStep, gym.EventSessionClosed:
+		case gym.EventReset, gym.EventStep, gym.EventRefused, gym.EventSessionClosed:
 		default:
 			continue
 		}

@@ -3,6 +3,8 @@ package rl
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -444,3 +446,48 @@ func mustJudge(t testing.TB, cfg JudgeConfig) *Judge {
 // nopStore is a Store for config checks: NewFollower keeps it, nothing
 // calls it.
 type nopStore struct{ Store }
+
+// TestRefusedActionSample: an action the gym refused gives a sample of its
+// own, with its turn, the refusal as its next state and r_t = −1 without
+// asking the judge; the later steps see the refusal in their context.
+func TestRefusedActionSample(t *testing.T) {
+	j := newScriptedJudge(t, byJudgedAction)
+	h := startFollower(t, followJudge(j, nil))
+	sess := h.create(gym.CreateRequest{TaskID: "sig-win"})
+	h.step(sess, "g1", "ACT_GOOD")
+	two := gym.Action{Parts: []gym.Part{gym.TextPart("ACT_GOOD"), gym.TextPart("again")}} // signal-v1 takes one part
+	turn := &gym.Turn{Response: "ACT_GOOD twice", PromptIDs: []int{1, 2}, ResponseIDs: []int{7, 8, 9}, Model: "policy"}
+	if _, err := sess.StepTurn(t.Context(), "r1", two, turn); !errors.Is(err, gym.ErrBadAction) {
+		t.Fatalf("two parts for signal-v1: got %v, want a refusal", err)
+	}
+	h.step(sess, "w1", "win")
+	s := h.waitSamples(sess.ID)
+	if len(s) != 3 {
+		t.Fatalf("%d samples, want 3 (two steps and the refused action)", len(s))
+	}
+	r := s[1]
+	o := r.Metadata.Origin
+	if !o.Refused || !o.Judged || o.Step != 2 || o.StepID != "r1" || r.Response != "ACT_GOOD twice" ||
+		!slices.Equal(r.Tokens, []int{1, 2, 7, 8, 9}) || !slices.Equal(r.LossMask, []int{1, 1, 1}) ||
+		r.Metadata.StepWise.StepScores[0] != RefusedProcess || r.Status != StatusCompleted || r.Metadata.OPD != nil {
+		t.Errorf("the refused action's sample: %+v", r)
+	}
+	if s[0].Metadata.Origin.Refused || s[2].Metadata.Origin.Refused || s[2].Metadata.Origin.Step != 2 ||
+		s[0].Metadata.StepWise.StepScores[0] != 1 || !s[2].Metadata.Origin.Judged {
+		t.Errorf("the steps' samples: %+v, %+v", s[0].Metadata, s[2].Metadata)
+	}
+	// o = 1, r = [1, −1, 0]: sequence 1 + 0.
+	if !near(r.Reward, 1) {
+		t.Errorf("sequence reward %v, want 1", r.Reward)
+	}
+	// The judge was asked about the two steps only; the last step's text
+	// context shows the refusal as the next state of the refused action.
+	if got := h.judgeRewards(); len(got) != 2 || got["r1"].Type != "" {
+		t.Errorf("judge rewards for %v, want g1 and w1 only", slices.Collect(maps.Keys(got)))
+	}
+	p := s[2].Prompt
+	if len(p) != 5 || p[3].Content != "ACT_GOOD\nagain" && p[3].Content != "ACT_GOOD again" ||
+		!strings.HasPrefix(p[4].Content, "The gym refused the action: action for signal-v1") {
+		t.Errorf("context after a refusal: %+v", p)
+	}
+}

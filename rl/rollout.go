@@ -86,6 +86,9 @@ func policyTurns(ep *episode) []PolicyTurn {
 	turns := make([]PolicyTurn, len(ep.steps))
 	for i, ev := range ep.steps {
 		pt := PolicyTurn{Step: ev.Step, StepID: ev.StepID, Failure: ev.Failure}
+		if ev.Type == gym.EventRefused {
+			pt.Refused, pt.Process, pt.Judged = true, RefusedProcess, true
+		}
 		if t := ev.Turn; t != nil {
 			pt.Messages = chatMessages(t.Messages)
 			pt.Response, pt.WeightVersion = t.Response, t.WeightVersion

@@ -183,6 +183,11 @@ type Origin struct {
 	// Judged is false when the step has no process reward (no judge, or a
 	// judge that did not answer); its r_t is 0.
 	Judged bool `json:"judged"`
+	// Refused marks the turn of an action the gym refused before the env
+	// saw it (a step.refused event): Step is the number the step would
+	// have had (the next step's, which follows it), its next state the
+	// refusal, and its r_t RefusedProcess, judged.
+	Refused bool `json:"refused,omitempty"`
 	// WeightVersion is the version of the policy's weights that produced
 	// the response (gym.Turn.WeightVersion), when the model server said.
 	WeightVersion *int `json:"weight_version,omitempty"`
@@ -226,6 +231,10 @@ type PolicyTurn struct {
 	Hint    string
 	// Failure is the step's failure, if it had one.
 	Failure *gym.Failure
+	// Refused marks an action the gym refused (Origin.Refused); Process
+	// is then RefusedProcess and Judged true, and judge results, which
+	// are by step number, do not apply to it.
+	Refused bool
 	// WeightVersion is the weight version that produced the response, when known.
 	WeightVersion *int
 }
@@ -234,6 +243,9 @@ type PolicyTurn struct {
 // turns of the same steps: Process, Judged and Hint.
 func ApplyJudgements(turns []PolicyTurn, st *TrajectoryState) {
 	for i := range turns {
+		if turns[i].Refused {
+			continue
+		}
 		step := turns[i].Step
 		if step == 0 {
 			step = i + 1
@@ -293,7 +305,7 @@ func BuildSamples(r Rollout, mix Mix) ([]Sample, error) {
 					StepIndices: []int{i}, StepTokenSpans: [][2]int{}, OutcomeReward: o,
 				},
 				Origin: Origin{Session: r.Session, Episode: r.Episode, Step: step, StepID: t.StepID,
-					Env: r.Env, Task: r.Task, Judged: t.Judged, WeightVersion: t.WeightVersion},
+					Env: r.Env, Task: r.Task, Judged: t.Judged, Refused: t.Refused, WeightVersion: t.WeightVersion},
 			},
 		}
 		if s.Prompt == nil {

@@ -266,7 +266,7 @@ func (c *conn) subscribeReq(req wire.Request) *wire.Error {
 
 var errEnded = fmt.Errorf("subscription ended")
 
-var eventTypes = []gym.EventType{gym.EventSessionCreated, gym.EventReset, gym.EventStep, gym.EventReward, gym.EventSessionClosed}
+var eventTypes = []gym.EventType{gym.EventSessionCreated, gym.EventReset, gym.EventStep, gym.EventRefused, gym.EventReward, gym.EventSessionClosed}
 
 func eventTypeNames() []string {
 	out := make([]string, len(eventTypes))

@@ -93,7 +93,7 @@ func TestHTTPMirror(t *testing.T) {
 	for _, e := range res.Events {
 		types = append(types, string(e.Type))
 	}
-	if status != http.StatusOK || strings.Join(types, " ") != "session.created reset step reset reward" {
+	if status != http.StatusOK || strings.Join(types, " ") != "session.created reset step step.refused reset reward" {
 		t.Errorf("events: HTTP %d, types %v", status, types)
 	}
 	status, _, body = ts.do("GET", "/v1/sessions/"+sid+"/events?after_seq=x", nil)

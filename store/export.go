@@ -40,6 +40,10 @@ type Episode struct {
 	Instruction      string           `json:"instruction,omitempty"`
 	ResetObservation *gym.Observation `json:"reset_observation,omitempty"`
 	Steps            []*EpisodeStep   `json:"steps"`
+	// Refused are the actions the gym refused before the env saw them
+	// (step.refused events), in order: Step is the number the step would
+	// have had, Failure the refusal; no observation, reward 0.
+	Refused []*EpisodeStep `json:"refused,omitempty"`
 	// Return is the sum of the steps' rewards (late rewards not included).
 	Return float64 `json:"return"`
 	// Terminated and Truncated are the last step's.
@@ -266,6 +270,10 @@ func (b *episodeBuilder) add(ev *gym.Event) {
 			b.steps[ev.StepID] = st
 			b.stepEp[st] = ep
 		}
+	case gym.EventRefused:
+		ep := b.episode(ev)
+		ep.Refused = append(ep.Refused, &EpisodeStep{Seq: ev.Seq, Step: ev.Step, StepID: ev.StepID, Action: ev.Action,
+			Failure: ev.Failure, Rewards: []LateReward{}})
 	case gym.EventReward:
 		lr := LateReward{Source: ev.Source, Info: ev.Info, Seq: ev.Seq}
 		if ev.Reward != nil {

@@ -212,3 +212,25 @@ func TestExportPublic(t *testing.T) {
 		t.Errorf("Events with Public: %+v, %v; want the step without info.verifier", evs, err)
 	}
 }
+
+// A refused action is exported beside the steps, numbered as the step it
+// would have been, with its refusal.
+func TestExportRefused(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{})
+	refused := &gym.Event{Type: gym.EventRefused, Session: "s1", Run: "run-s", Env: "echo-v1", Task: "t1", Episode: 1, Step: 1,
+		StepID: "r", Action: &gym.Action{Parts: []gym.Part{}},
+		Failure: &gym.Failure{Fault: gym.FaultAgent, Reason: gym.RefusedReason, Message: "action for echo-v1 has no parts"}}
+	appendT(t, s, resetEv("s1", 1), refused, stepEv("s1", 1, 1, "a", 1))
+	var buf bytes.Buffer
+	if err := s.Export(context.Background(), &buf, Filter{}, "jsonl"); err != nil {
+		t.Fatal(err)
+	}
+	eps := decodeLines[Episode](t, buf.Bytes())
+	if len(eps) != 1 || len(eps[0].Steps) != 1 || len(eps[0].Refused) != 1 {
+		t.Fatalf("export: %s", buf.String())
+	}
+	r := eps[0].Refused[0]
+	if r.Step != 1 || r.StepID != "r" || r.Seq != 2 || r.Failure == nil || r.Failure.Reason != gym.RefusedReason || eps[0].Return != 1 {
+		t.Errorf("refused action exported as %+v (episode return %v)", r, eps[0].Return)
+	}
+}

@@ -24,11 +24,14 @@ const auditPerStep = 4
 // the outcome, the advantage the estimator gave it, and where to read its
 // next state (the batch's trajectory file).
 type Audit struct {
-	Step      int    `json:"step"`
-	Task      string `json:"task"`
-	Env       string `json:"env"`
-	Trial     string `json:"trial"`
-	Turn      int    `json:"turn"` // the env step, from 1
+	Step  int    `json:"step"`
+	Task  string `json:"task"`
+	Env   string `json:"env"`
+	Trial string `json:"trial"`
+	Turn  int    `json:"turn"` // the env step, from 1
+	// Refused marks an action the gym refused (Turn is then the number of
+	// the step after it): its next state is the refusal.
+	Refused   bool   `json:"refused,omitempty"`
 	Session   string `json:"session"`
 	Version   *int   `json:"version"`    // the weight version that produced the reply
 	TrainedAt int    `json:"trained_at"` // the version it was trained at
@@ -93,7 +96,7 @@ func (l *Loop) audit(b, trainedAt int, r rollout, samples []rl.Sample) error {
 	for _, i := range slices.Compact(pick) {
 		s := &samples[i]
 		a := Audit{Step: b, Task: s.Metadata.Origin.Task, Env: s.Metadata.Origin.Env, Turn: s.Metadata.Origin.Step,
-			Session: s.Metadata.Origin.Session, Version: s.Metadata.Origin.WeightVersion, TrainedAt: trainedAt,
+			Refused: s.Metadata.Origin.Refused, Session: s.Metadata.Origin.Session, Version: s.Metadata.Origin.WeightVersion, TrainedAt: trainedAt,
 			Response: s.Response, Reward: s.Reward, Outcome: s.Metadata.StepWise.OutcomeReward,
 			Advantage: adv[i].Value, Kept: adv[i].Keep}
 		if len(s.Prompt) > 0 {

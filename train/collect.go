@@ -61,8 +61,21 @@ func (bs *batchSamples) sort(rows []rundir.Result) {
 		if c := cmp.Compare(ra.Sample, rb.Sample); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.Metadata.Origin.Step, b.Metadata.Origin.Step)
+		// A refused action's turn has the number of the step after it;
+		// the turn's position in the trajectory tells them apart.
+		if c := cmp.Compare(a.Metadata.Origin.Step, b.Metadata.Origin.Step); c != 0 {
+			return c
+		}
+		return cmp.Compare(turnIndex(&a), turnIndex(&b))
 	})
+}
+
+// turnIndex is a sample's position in its trajectory.
+func turnIndex(s *rl.Sample) int {
+	if ix := s.Metadata.StepWise.StepIndices; len(ix) > 0 {
+		return ix[0]
+	}
+	return 0
 }
 
 func (bs *batchSamples) close() {
@@ -72,14 +85,18 @@ func (bs *batchSamples) close() {
 	bs.subs = nil
 }
 
-// expected are the sessions a batch's rows promise samples from, with
-// their step counts: every trial that reached the env (infrastructure
-// errors are never trained on, and give none worth waiting for).
+// samplesOf is how many samples a trial's trajectory gives: one per step
+// and one per refused action the gym recorded.
+func samplesOf(r *rundir.Result) int { return r.Steps + r.Refused }
+
+// expected are the sessions a batch's rows promise samples from: every
+// trial that reached the gym (infrastructure errors are never trained on,
+// and give none worth waiting for).
 func expected(rows []rundir.Result) map[string]*rundir.Result {
 	want := map[string]*rundir.Result{}
 	for i := range rows {
 		r := &rows[i]
-		if r.Status != rundir.StatusInfraError && r.Steps > 0 && r.Session != "" {
+		if r.Status != rundir.StatusInfraError && samplesOf(r) > 0 && r.Session != "" {
 			want[r.Session] = r
 		}
 	}
@@ -106,7 +123,7 @@ func (l *Loop) collect(ctx context.Context, r rollout) (*batchSamples, rollout, 
 	read := func(want map[string]*rundir.Result) (bool, error) {
 		done := func() bool {
 			for s, row := range want {
-				if got[s] < row.Steps {
+				if got[s] < samplesOf(row) {
 					return false
 				}
 			}
@@ -169,11 +186,11 @@ func (l *Loop) collect(ctx context.Context, r rollout) (*batchSamples, rollout, 
 			switch n := got[s]; {
 			case n == 0:
 				lost = append(lost, *row)
-			case n < row.Steps:
+			case n < samplesOf(row):
 				bs.short++
 				l.log.Warn("train: a trajectory has fewer samples than steps", "batch", r.batch, "session", s,
-					"samples", n, "steps", row.Steps)
-				got[s] = row.Steps
+					"samples", n, "steps", row.Steps, "refused", row.Refused)
+				got[s] = samplesOf(row)
 			}
 		}
 		if len(lost) == 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/nextstate-rl/nextstate/agent"
 	"github.com/nextstate-rl/nextstate/client"
 	"github.com/nextstate-rl/nextstate/gym"
+	"github.com/nextstate-rl/nextstate/rl"
 	"github.com/nextstate-rl/nextstate/trainer/service"
 )
 
@@ -290,7 +291,7 @@ func TestConfigErrors(t *testing.T) {
 
 // strict-v1 takes tool calls only, so a model that answers in text has
 // every action refused before the env sees it: its trials end as agent
-// errors with no step, and give no sample.
+// errors with no step, and each refusal gives a sample (r_t = -1).
 type strictKind struct{}
 
 func (strictKind) Spec() gym.Spec {
@@ -304,14 +305,16 @@ func (strictKind) New(context.Context) (gym.Env, error) { return &first{}, nil }
 
 func init() { gym.Register(strictKind{}) }
 
-// A batch without a single sample (every action refused) is a step with
-// nothing to learn: the loop records it and goes on.
-func TestLoopBatchWithoutSamples(t *testing.T) {
+// A batch whose every action was refused has a sample per refusal (two a
+// trial: the agent tries again once), all alike: a step with nothing to
+// learn, recorded, and the loop goes on.
+func TestLoopBatchOfRefusals(t *testing.T) {
 	root := t.TempDir()
 	r := newRig(t, tinyModel(t), filepath.Join(root, "gym"), filepath.Join(root, "states"))
 	cfg := loopConfig(r, t, filepath.Join(root, "run"), 2)
 	cfg.Tasks, cfg.Eval, cfg.Known = []Task{{Task: strictKind{}.Spec().Tasks[0], Suite: "strict-v1"}}, nil, map[string]bool{"strict-0": true}
 	cfg.GroupSize, cfg.Groups = 2, 1
+	cfg.Policy.MaxTurns = 2
 	var steps []Metrics
 	cfg.OnStep = func(m Metrics) { steps = append(steps, m) }
 	l, err := New(cfg)
@@ -321,8 +324,14 @@ func TestLoopBatchWithoutSamples(t *testing.T) {
 	if _, err := l.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(steps) != 2 || steps[1].Trained || steps[1].Samples != 0 || steps[1].Version != 0 {
-		t.Fatalf("steps %+v; want two recorded, untrained, without samples", steps)
+	if len(steps) != 2 {
+		t.Fatalf("%d steps recorded, want 2", len(steps))
+	}
+	for _, m := range steps {
+		if m.Trained || m.Version != 0 || m.Samples != 4 || m.Refused != 4 || m.Trajectories != 2 || m.Missing != 0 ||
+			m.Process == nil || *m.Process != rl.RefusedProcess {
+			t.Errorf("step %d: %+v; want 4 refused samples of 2 trajectories at r_t -1, nothing trained", m.Step, m)
+		}
 	}
 }
 

@@ -45,7 +45,10 @@ type Metrics struct {
 	Suites  map[string]SuiteRewards `json:"suites,omitempty"`
 	Process *float64                `json:"reward_process"`
 	Judged  int                     `json:"judged_turns"`
-	Hinted  int                     `json:"hinted_turns"`
+	// Refused counts the turns whose action the gym refused (their r_t is
+	// rl.RefusedProcess, counted in Judged and Process too).
+	Refused int `json:"refused_turns"`
+	Hinted  int `json:"hinted_turns"`
 	// Staleness is the trained-at version less each turn's, over the turns
 	// that named one.
 	StalenessMean float64 `json:"staleness_mean"`
@@ -115,6 +118,9 @@ func (m *Metrics) batchStats(samples []rl.Sample, version int, suite map[string]
 			if len(s.Metadata.StepWise.StepScores) > 0 {
 				process += s.Metadata.StepWise.StepScores[0]
 			}
+		}
+		if s.Metadata.Origin.Refused {
+			m.Refused++
 		}
 		if s.Metadata.OPD != nil {
 			m.Hinted++

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/nextstate-rl/nextstate/agent/rundir"
+	"github.com/nextstate-rl/nextstate/rl"
 )
 
 // ReportFile is the run directory's self-contained HTML report, rewritten
@@ -160,7 +161,10 @@ func WriteReport(dir string, running bool) error {
 			}
 			if tr != nil {
 				for _, s := range tr.Steps {
-					if s.Step == a.Turn {
+					switch {
+					case a.Refused && s.Step == 0 && s.Failure != nil && s.Response == a.Response:
+						v.NextState = rl.RefusalText(s.Failure)
+					case !a.Refused && s.Step == a.Turn:
 						v.NextState = s.Observation.Text()
 					}
 				}

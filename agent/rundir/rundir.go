@@ -57,13 +57,17 @@ type Result struct {
 	Reward float64 `json:"reward"`
 	// ProcessReward is the trial's mean process reward, when a judge gave
 	// one; null otherwise (nextstate run does not ask for it).
-	ProcessReward *float64     `json:"process_reward"`
-	Terminated    bool         `json:"terminated"`
-	Truncated     bool         `json:"truncated"`
-	Steps         int          `json:"steps"`
-	Failure       *gym.Failure `json:"failure"`
-	Session       string       `json:"session"`
-	DurationMS    int64        `json:"duration_ms"`
+	ProcessReward *float64 `json:"process_reward"`
+	Terminated    bool     `json:"terminated"`
+	Truncated     bool     `json:"truncated"`
+	Steps         int      `json:"steps"`
+	// Refused counts the actions the gym refused before the env saw them
+	// (they do not count as steps); the gym records each, the episode's
+	// first gym.MaxRefusedRecorded, and each gives a training sample.
+	Refused    int          `json:"refused,omitempty"`
+	Failure    *gym.Failure `json:"failure"`
+	Session    string       `json:"session"`
+	DurationMS int64        `json:"duration_ms"`
 	// PromptTokens and CompletionTokens are the model server's counts,
 	// summed over the trial's model calls.
 	PromptTokens     int64     `json:"prompt_tokens"`

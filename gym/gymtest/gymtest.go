@@ -587,13 +587,19 @@ func (c *checker) checkEvents(mem *Memory, id string, steps int) {
 			if ev.Action == nil || ev.Observation == nil || ev.Reward == nil {
 				fail("step event %d lacks its action, observation or reward", ev.Step)
 			}
+		case gym.EventRefused:
+			if ev.Episode != episode || ev.Step != stepN+1 || ev.Action == nil || ev.Failure == nil ||
+				ev.Failure.Fault != gym.FaultAgent || ev.Observation != nil || ev.Reward != nil {
+				fail("step.refused event (episode %d step %d, failure %v) is not an agent's refused action before step %d of episode %d",
+					ev.Episode, ev.Step, ev.Failure, stepN+1, episode)
+			}
 		case gym.EventReward:
 		default:
 			fail("unknown event type %q", ev.Type)
 		}
 	}
 	if nsteps != steps {
-		fail("%d step events for %d steps run: retried, rejected and refused steps must not be recorded", nsteps, steps)
+		fail("%d step events for %d steps run: retried and refused steps must not be recorded as steps", nsteps, steps)
 	}
 }
 

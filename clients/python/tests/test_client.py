@@ -117,6 +117,10 @@ class SessionTest(LiveTest):
             await s.step(tool_call_action("guess", {"n": 50}))
         r = await s.step(text_action("50"))
         self.assertEqual(r.step, 1, "a rejected action consumes no step")
+        refused = [e for e in (await s.resume(0)).events if e["type"] == "step.refused"]
+        self.assertEqual([(e["step"], e["failure"]["reason"]) for e in refused], [(1, "bad_action"), (1, "bad_action")],
+                         "each refusal is recorded, numbered as the step it would have been")
+        self.assertEqual(refused[0]["step_id"], "two-parts")
         await s.close()
 
     async def test_unknown_session_and_task(self) -> None:
