@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/big"
 	"strings"
+
+	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
 )
 
 // Call is one function call as a model emitted it: the name it called (an
@@ -196,7 +198,7 @@ func (c *Case) decode(a Answer) ([]decoded, verdict) {
 		if args == "" {
 			args = "{}"
 		}
-		v, err := decodeJSON([]byte(args))
+		v, err := pyval.Decode([]byte(args))
 		if err != nil {
 			return nil, fail("ast_decoder:decoder_failed", "the arguments of %s are not JSON: %v", call.Name, err)
 		}
@@ -283,21 +285,21 @@ func (k checker) simple(fd *Dict, call decoded, gt *Dict) verdict {
 	}
 	for _, r := range pyIter(required) {
 		if !pyContains(call.args, r) {
-			return fail("simple_function_checker:missing_required", "missing required parameter %s", pyRepr(r))
+			return fail("simple_function_checker:missing_required", "missing required parameter %s", pyval.Repr(r))
 		}
 	}
 	for _, param := range call.args.Keys {
 		value := call.args.Value(param)
 		if _, ok := details.Get(param); !ok {
-			return fail("simple_function_checker:unexpected_param", "unexpected parameter %s", pyRepr(param))
+			return fail("simple_function_checker:unexpected_param", "unexpected parameter %s", pyval.Repr(param))
 		}
 		if _, ok := possible.Get(param); !ok {
-			return fail("simple_function_checker:unexpected_param", "unexpected parameter %s", pyRepr(param))
+			return fail("simple_function_checker:unexpected_param", "unexpected parameter %s", pyval.Repr(param))
 		}
 		full := details.Value(param)
 		typ, ok := pyIndex(full, "type").(string)
 		if !ok {
-			raise("TypeError: the type of parameter %s is not a name", pyRepr(param))
+			raise("TypeError: the type of parameter %s is not a name", pyval.Repr(param))
 		}
 		conv, nested := kAbsent, kAbsent
 		switch k.lang {
@@ -307,17 +309,17 @@ func (k checker) simple(fd *Dict, call decoded, gt *Dict) verdict {
 				table, convert, label = jsTypes, jsConvert, "js"
 			}
 			if conv, ok = table[typ]; !ok {
-				raise("KeyError: %s", pyRepr(typ))
+				raise("KeyError: %s", pyval.Repr(typ))
 			}
 			s, isStr := value.(string)
 			if !isStr {
 				return fail("type_error:"+label, "parameter %s must be a string of %s source text; got %s %s",
-					pyRepr(param), map[string]string{"java": "Java", "js": "JavaScript"}[label], kindOf(value), pyRepr(value))
+					pyval.Repr(param), map[string]string{"java": "Java", "js": "JavaScript"}[label], kindOf(value), pyval.Repr(value))
 			}
 			if nestedTypes[typ] {
 				nt, _ := pyIndex(pyIndex(full, "items"), "type").(string)
 				if nested, ok = table[nt]; !ok {
-					raise("KeyError: %s", pyRepr(nt))
+					raise("KeyError: %s", pyval.Repr(nt))
 				}
 				value = convert(s, typ, nt)
 			} else {
@@ -325,12 +327,12 @@ func (k checker) simple(fd *Dict, call decoded, gt *Dict) verdict {
 			}
 		default:
 			if conv, ok = pyTypes[typ]; !ok {
-				raise("KeyError: %s", pyRepr(typ))
+				raise("KeyError: %s", pyval.Repr(typ))
 			}
 			if typ == "array" || typ == "tuple" {
 				nt, _ := pyIndex(pyIndex(full, "items"), "type").(string)
 				if nested, ok = pyTypes[nt]; !ok {
-					raise("KeyError: %s", pyRepr(nt))
+					raise("KeyError: %s", pyval.Repr(nt))
 				}
 			}
 			// Python accepts an int where a float is expected.
@@ -361,7 +363,7 @@ func (k checker) simple(fd *Dict, call decoded, gt *Dict) verdict {
 				r = listCheck(param, value.([]any), want)
 			default:
 				if !pyContains(want, value) {
-					return fail("value_error:others", "parameter %s is %s; want one of %s", pyRepr(param), pyRepr(value), pyRepr(want))
+					return fail("value_error:others", "parameter %s is %s; want one of %s", pyval.Repr(param), pyval.Repr(value), pyval.Repr(want))
 				}
 				continue
 			}
@@ -371,12 +373,12 @@ func (k checker) simple(fd *Dict, call decoded, gt *Dict) verdict {
 			continue
 		}
 		if !pyContains(want, value) {
-			return fail("value_error:others", "parameter %s is %s; want one of %s", pyRepr(param), pyRepr(value), pyRepr(want))
+			return fail("value_error:others", "parameter %s is %s; want one of %s", pyval.Repr(param), pyval.Repr(value), pyval.Repr(want))
 		}
 	}
 	for _, param := range possible.Keys {
 		if _, given := call.args.Get(param); !given && !pyContains(possible.Value(param), "") {
-			return fail("simple_function_checker:missing_optional", "parameter %s is missing; the answer needs one of %s", pyRepr(param), pyRepr(possible.Value(param)))
+			return fail("simple_function_checker:missing_optional", "parameter %s is missing; the answer needs one of %s", pyval.Repr(param), pyval.Repr(possible.Value(param)))
 		}
 	}
 	return valid
@@ -421,13 +423,13 @@ func typeCheck(param string, value, possible any, typ string, want, nested pyKin
 				return verdict{isVariable: isVariable}
 			}
 		}
-		res = fail("type_error:nested", "parameter %s: an element is not of type %s (a %s of %s); got %s", pyRepr(param), nested, typ, nested, pyRepr(value))
+		res = fail("type_error:nested", "parameter %s: an element is not of type %s (a %s of %s); got %s", pyval.Repr(param), nested, typ, nested, pyval.Repr(value))
 	}
 	if pt != kAbsent && kindOf(value) == pt {
 		res.isVariable = true
 		return res
 	}
-	return fail("type_error:simple", "parameter %s must be of type %s; got %s %s", pyRepr(param), typ, kindOf(value), pyRepr(value))
+	return fail("type_error:simple", "parameter %s must be of type %s; got %s %s", pyval.Repr(param), typ, kindOf(value), pyval.Repr(value))
 }
 
 // stringCheck compares normalised strings.
@@ -438,7 +440,7 @@ func stringCheck(param, value string, possible any) verdict {
 			return valid
 		}
 	}
-	return fail("value_error:string", "parameter %s is %s; want one of %s (case, spaces and ,./-_*^ ignored)", pyRepr(param), pyRepr(value), pyRepr(possible))
+	return fail("value_error:string", "parameter %s is %s; want one of %s (case, spaces and ,./-_*^ ignored)", pyval.Repr(param), pyval.Repr(value), pyval.Repr(possible))
 }
 
 // listCheck compares lists whose string elements are normalised.
@@ -463,12 +465,12 @@ func listCheck(param string, value []any, possible any) verdict {
 			}
 			sa[j] = e
 		}
-		if pyEq(std, sa) {
+		if pyval.Eq(std, sa) {
 			found = true
 		}
 	}
 	if !found {
-		return fail("value_error:list/tuple", "parameter %s is %s; want one of %s", pyRepr(param), pyRepr(value), pyRepr(possible))
+		return fail("value_error:list/tuple", "parameter %s is %s; want one of %s", pyval.Repr(param), pyval.Repr(value), pyval.Repr(possible))
 	}
 	return valid
 }
@@ -489,7 +491,7 @@ func dictCheck(value any, possibles any) verdict {
 		}
 		for _, key := range model.Keys {
 			if !pyContains(alt, key) {
-				res = fail("value_error:dict_key", "unexpected key %s", pyRepr(key))
+				res = fail("value_error:dict_key", "unexpected key %s", pyval.Repr(key))
 				pass = false
 				break
 			}
@@ -505,7 +507,7 @@ func dictCheck(value any, possibles any) verdict {
 				std = append(std, e)
 			}
 			if !pyContains(anyList(std), v) {
-				res = fail("value_error:dict_value", "key %s is %s; want one of %s", pyRepr(key), pyRepr(model.Value(key)), pyRepr(anyList(std)))
+				res = fail("value_error:dict_value", "key %s is %s; want one of %s", pyval.Repr(key), pyval.Repr(model.Value(key)), pyval.Repr(anyList(std)))
 				pass = false
 				break
 			}
@@ -516,7 +518,7 @@ func dictCheck(value any, possibles any) verdict {
 		}
 		for _, key := range ad.Keys {
 			if _, given := model.Get(key); !given && !pyContains(ad.Value(key), "") {
-				res = fail("value_error:dict_key", "missing key %s", pyRepr(key))
+				res = fail("value_error:dict_key", "missing key %s", pyval.Repr(key))
 				pass = false
 				break
 			}

@@ -3,6 +3,8 @@ package bfcl
 import (
 	"regexp"
 	"strings"
+
+	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
 )
 
 // Java and JavaScript cases declare parameters in those languages' types,
@@ -65,7 +67,7 @@ var pyTypes = map[string]pyKind{
 func mustInt(s string) any {
 	v, ok := pyInt(s)
 	if !ok {
-		raise("ValueError: invalid literal for int(): %s", pyRepr(s))
+		raise("ValueError: invalid literal for int(): %s", pyval.Repr(s))
 	}
 	return v
 }
@@ -73,7 +75,7 @@ func mustInt(s string) any {
 func mustFloat(s string) any {
 	f, ok := pyFloat(s)
 	if !ok {
-		raise("ValueError: could not convert string to float: %s", pyRepr(s))
+		raise("ValueError: could not convert string to float: %s", pyval.Repr(s))
 	}
 	return f
 }

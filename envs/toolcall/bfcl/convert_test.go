@@ -1,6 +1,10 @@
 package bfcl
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
+)
 
 // converted runs a converter, turning a raised Python exception into ok=false.
 func converted(f func() any) (v any, ok bool) {
@@ -45,7 +49,7 @@ func same(a, b any) bool {
 		}
 		return true
 	}
-	return pyEq(a, b)
+	return pyval.Eq(a, b)
 }
 
 func TestJavaConvert(t *testing.T) {
@@ -88,7 +92,7 @@ func TestJavaConvert(t *testing.T) {
 	} {
 		got, ok := converted(func() any { return javaConvert(c.in, c.typ, c.nested) })
 		if !ok || !same(got, c.want) {
-			t.Errorf("java %s %q (items %s) = %s (ok %v); want %s", c.typ, c.in, c.nested, pyRepr(got), ok, pyRepr(c.want))
+			t.Errorf("java %s %q (items %s) = %s (ok %v); want %s", c.typ, c.in, c.nested, pyval.Repr(got), ok, pyval.Repr(c.want))
 		}
 	}
 	for _, typ := range []string{"Set", "Queue", "Object"} {
@@ -128,7 +132,7 @@ func TestJSConvert(t *testing.T) {
 	} {
 		got, ok := converted(func() any { return jsConvert(c.in, c.typ, c.nested) })
 		if !ok || !same(got, c.want) {
-			t.Errorf("js %s %q (items %s) = %s (ok %v); want %s", c.typ, c.in, c.nested, pyRepr(got), ok, pyRepr(c.want))
+			t.Errorf("js %s %q (items %s) = %s (ok %v); want %s", c.typ, c.in, c.nested, pyval.Repr(got), ok, pyval.Repr(c.want))
 		}
 	}
 }

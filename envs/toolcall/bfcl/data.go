@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
 )
 
 // Case is one single-turn BFCL test case: the question, the functions it
@@ -221,7 +223,7 @@ func readLines(fsys fs.FS, name string) ([]row, error) {
 		return nil, err
 	}
 	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '[' {
-		v, err := decodeJSON(t)
+		v, err := pyval.Decode(t)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -242,7 +244,7 @@ func readLines(fsys fs.FS, name string) ([]row, error) {
 		if len(line) == 0 {
 			continue
 		}
-		v, err := decodeJSON(line)
+		v, err := pyval.Decode(line)
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: not JSON: %w", name, n, err)
 		}
@@ -400,5 +402,5 @@ func contentText(v any) string {
 	if s, ok := v.(string); ok {
 		return s
 	}
-	return toJSON(v)
+	return pyval.Dumps(v)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
 	"github.com/nextstate-rl/nextstate/envs/toolcall"
 )
 
@@ -70,11 +71,11 @@ func TestChangedAnswersFail(t *testing.T) {
 			continue
 		}
 		ref, _ := c.Reference()
-		first, _ := decodeJSON([]byte(ref.Calls[0].Arguments))
+		first, _ := pyval.Decode([]byte(ref.Calls[0].Arguments))
 		args := first.(*Dict)
 		with := func(d *Dict) Answer {
 			a := Answer{Calls: append([]Call(nil), ref.Calls...)}
-			a.Calls[0].Arguments = toJSON(d)
+			a.Calls[0].Arguments = pyval.Dumps(d)
 			return a
 		}
 		check := func(what string, a Answer, reasons ...string) {
@@ -102,15 +103,15 @@ func TestChangedAnswersFail(t *testing.T) {
 		if multi {
 			check("a missing call", Answer{Calls: ref.Calls[1:]}, ReasonWrongCount)
 		}
-		extra := deepCopy(args).(*Dict)
+		extra := pyval.Copy(args).(*Dict)
 		extra.Set("zz_undeclared", int64(1))
 		check("an undeclared parameter", with(extra), orMatch(ReasonUnexpectedParam)...)
 		fd := c.function(c.resolve(ref.Calls[0].Name))
 		required, _ := fd.Value("parameters").(*Dict).Value("required").([]any)
 		for _, r := range required {
 			if args.Has(r.(string)) {
-				d := deepCopy(args).(*Dict)
-				d.delete(r.(string))
+				d := pyval.Copy(args).(*Dict)
+				d.Delete(r.(string))
 				check("a missing required parameter", with(d), orMatch(ReasonMissingRequired)...)
 				break
 			}
@@ -120,7 +121,7 @@ func TestChangedAnswersFail(t *testing.T) {
 			if !ok || pyContains(c.GroundTruth[0].(*Dict).Vals[0].(*Dict).Value(k), changed) {
 				continue // a boolean whose both values are acceptable
 			}
-			d := deepCopy(args).(*Dict)
+			d := pyval.Copy(args).(*Dict)
 			d.Set(k, changed)
 			check("a changed value of "+k, with(d), orMatch(ReasonStringMismatch, ReasonValueMismatch, ReasonListMismatch,
 				ReasonDictValue, ReasonDictKey, ReasonTypeError, ReasonNestedTypeError, ReasonListDictCount)...)

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
 )
 
 // dataDir is the BFCL data at ../shared/data/bfcl from the module root;
@@ -35,4 +37,13 @@ func loadData(t testing.TB) *Dataset {
 		t.Fatal(err)
 	}
 	return ds
+}
+
+func mustDecode(t *testing.T, s string) any {
+	t.Helper()
+	v, err := pyval.Decode([]byte(s))
+	if err != nil {
+		t.Fatalf("decode %s: %v", s, err)
+	}
+	return v
 }

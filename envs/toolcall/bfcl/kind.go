@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
 	"github.com/nextstate-rl/nextstate/envs/toolcall"
 	"github.com/nextstate-rl/nextstate/gym"
 )
@@ -138,8 +139,8 @@ func (c *Case) Task() gym.Task {
 	}
 	return gym.Task{
 		ID: c.ID, Env: KindName, Instruction: c.Opening(),
-		Data:     json.RawMessage(toJSON(dictOf("question", c.Question, "function", fns, "language", c.Language()))),
-		Verifier: json.RawMessage(toJSON(ver)),
+		Data:     json.RawMessage(pyval.Dumps(dictOf("question", c.Question, "function", fns, "language", c.Language()))),
+		Verifier: json.RawMessage(pyval.Dumps(ver)),
 		Labels:   map[string]string{"category": c.Category},
 	}
 }
@@ -150,7 +151,7 @@ func CaseFromTask(task *gym.Task) (*Case, error) {
 	if len(task.Data) == 0 {
 		return nil, fmt.Errorf("bfcl task %q has no data: want {\"question\": [[{\"role\",\"content\"}]], \"function\": [function docs]}", task.ID)
 	}
-	dv, err := decodeJSON(task.Data)
+	dv, err := pyval.Decode(task.Data)
 	if err != nil {
 		return nil, fmt.Errorf("bfcl task %q: data is not JSON: %w", task.ID, err)
 	}
@@ -161,7 +162,7 @@ func CaseFromTask(task *gym.Task) (*Case, error) {
 	c := &Case{ID: task.ID, Category: task.Labels["category"]}
 	var gt any
 	if len(task.Verifier) > 0 {
-		vv, err := decodeJSON(task.Verifier)
+		vv, err := pyval.Decode(task.Verifier)
 		if err != nil {
 			return nil, fmt.Errorf("bfcl task %q: verifier is not JSON: %w", task.ID, err)
 		}

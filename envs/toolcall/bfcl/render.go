@@ -5,6 +5,8 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+
+	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
 )
 
 // Reference is the ground truth's own answer: for each expected call, a
@@ -62,7 +64,7 @@ func (c *Case) Reference() (Answer, error) {
 			}
 			args.Set(param, v)
 		}
-		a.Calls = append(a.Calls, Call{Name: c.offered(name), Arguments: toJSON(args)})
+		a.Calls = append(a.Calls, Call{Name: c.offered(name), Arguments: pyval.Dumps(args)})
 	}
 	return a, nil
 }
@@ -144,7 +146,7 @@ func javaSource(v any, typ, itemType string) string {
 			parts := make([]string, len(l))
 			for i, e := range l {
 				if itemType == "String" || itemType == "char" {
-					parts[i] = `"` + pyStr(e) + `"`
+					parts[i] = `"` + pyval.Str(e) + `"`
 				} else {
 					parts[i] = javaScalar(e, itemType)
 				}
@@ -173,18 +175,18 @@ func javaScalar(v any, typ string) string {
 	switch typ {
 	case "long":
 		if kindOf(v) == kInt {
-			return pyRepr(v) + "L"
+			return pyval.Repr(v) + "L"
 		}
 	case "float":
 		if isNumber(kindOf(v)) && kindOf(v) != kBool {
-			return floatRepr(toFloat(v)) + "f"
+			return pyval.FloatRepr(toFloat(v)) + "f"
 		}
 	case "boolean":
 		if b, ok := v.(bool); ok {
 			return strconv.FormatBool(b)
 		}
 	}
-	return pyStr(v)
+	return pyval.Str(v)
 }
 
 // javaLiteral writes a value as a Java literal of its own type (HashMap
@@ -196,7 +198,7 @@ func javaLiteral(v any) string {
 	case bool:
 		return strconv.FormatBool(t)
 	}
-	return pyStr(v)
+	return pyval.Str(v)
 }
 
 func javaElemName(itemType string) string {
@@ -239,14 +241,14 @@ func jsSource(v any, typ, itemType string) string {
 		}
 	case "Bigint":
 		if kindOf(v) == kInt {
-			return pyRepr(v) + "n"
+			return pyval.Repr(v) + "n"
 		}
 	case "Boolean":
 		if b, ok := v.(bool); ok {
 			return strconv.FormatBool(b)
 		}
 	}
-	return pyStr(v)
+	return pyval.Str(v)
 }
 
 // jsLiteral writes a value as a JavaScript literal.
@@ -276,7 +278,7 @@ func jsLiteral(v any) string {
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	}
-	return pyRepr(v)
+	return pyval.Repr(v)
 }
 
 // jsDecimal writes a float in plain decimal notation with a fraction, the

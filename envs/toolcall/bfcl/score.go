@@ -10,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
 )
 
 // ModelAnswer is one line of an answers file: a case id and its answer.
@@ -42,7 +44,7 @@ func ReadAnswers(r io.Reader) ([]ModelAnswer, error) {
 		if len(line) == 0 {
 			continue
 		}
-		v, err := decodeJSON(line)
+		v, err := pyval.Decode(line)
 		if err != nil {
 			return nil, fmt.Errorf("answers line %d: not JSON: %w", n, err)
 		}
@@ -81,7 +83,7 @@ func answerOf(v any, unwrap bool) (Answer, error) {
 	switch t := v.(type) {
 	case string:
 		if unwrap {
-			if inner, err := decodeJSON([]byte(t)); err == nil {
+			if inner, err := pyval.Decode([]byte(t)); err == nil {
 				switch inner.(type) {
 				case []any, *Dict:
 					return answerOf(inner, false)
@@ -136,7 +138,7 @@ func argsText(v any) string {
 	if s, ok := v.(string); ok {
 		return s
 	}
-	return toJSON(v)
+	return pyval.Dumps(v)
 }
 
 // Report is the outcome of scoring a dataset.

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
 	"github.com/nextstate-rl/nextstate/envs/toolcall"
 )
 
@@ -64,7 +65,7 @@ func (c *Case) Tools() []toolcall.Tool {
 	lang := c.Language()
 	tools := make([]toolcall.Tool, len(c.Functions))
 	for i, f := range c.Functions {
-		f = deepCopy(f).(*Dict)
+		f = pyval.Copy(f).(*Dict)
 		desc, _ := f.Value("description").(string)
 		switch lang {
 		case "java":
@@ -87,7 +88,7 @@ func (c *Case) Tools() []toolcall.Tool {
 		}
 		params.Set("type", "object")
 		params.Set("properties", castTypes(props))
-		tools[i] = toolcall.Tool{Name: c.offers[i], Description: desc, Parameters: json.RawMessage(toJSON(params))}
+		tools[i] = toolcall.Tool{Name: c.offers[i], Description: desc, Parameters: json.RawMessage(pyval.Dumps(params))}
 	}
 	return tools
 }
@@ -113,12 +114,12 @@ func languageHints(props *Dict, lang string) {
 				it, _ := items.Value("type").(string)
 				desc += " The list elements are of type " + it + "; they are not in string representation."
 			}
-			p.delete("items")
+			p.Delete("items")
 		}
 		if lang == "javascript" && typ == "dict" {
 			if sub, ok := p.Get("properties"); ok {
-				desc += " The dictionary entries have the following schema; they are not in string representation. " + toJSON(sub)
-				p.delete("properties")
+				desc += " The dictionary entries have the following schema; they are not in string representation. " + pyval.Dumps(sub)
+				p.Delete("properties")
 			}
 		}
 		p.Set("description", desc)
@@ -161,36 +162,9 @@ func castSchema(p *Dict, isItems bool) {
 	// sometimes write a flag there.
 	if r, ok := p.Get("required"); ok {
 		if _, isList := r.([]any); !isList {
-			p.delete("required")
+			p.Delete("required")
 		}
 	}
-}
-
-func (d *Dict) delete(k string) {
-	i := d.index(k)
-	if i < 0 {
-		return
-	}
-	d.Keys = append(d.Keys[:i:i], d.Keys[i+1:]...)
-	d.Vals = append(d.Vals[:i:i], d.Vals[i+1:]...)
-}
-
-func deepCopy(v any) any {
-	switch t := v.(type) {
-	case []any:
-		out := make([]any, len(t))
-		for i, e := range t {
-			out[i] = deepCopy(e)
-		}
-		return out
-	case *Dict:
-		out := &Dict{Keys: append([]string(nil), t.Keys...), Vals: make([]any, len(t.Vals))}
-		for i, e := range t.Vals {
-			out.Vals[i] = deepCopy(e)
-		}
-		return out
-	}
-	return v
 }
 
 // offered returns the offered name of a BFCL function name.

@@ -2,8 +2,9 @@ package retail
 
 import (
 	"context"
-	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2/tau2test"
 	"testing"
+
+	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2/tau2test"
 
 	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2"
 	"github.com/nextstate-rl/nextstate/gym"

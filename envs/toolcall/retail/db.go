@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
 	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2"
 )
 
@@ -397,7 +398,7 @@ func diffUser(a, b *User) []string {
 	}
 	if !slices.EqualFunc(a.PaymentMethods, b.PaymentMethods, func(x, y PaymentMethod) bool {
 		return x.Source == y.Source && x.ID == y.ID && x.Brand == y.Brand && x.LastFour == y.LastFour &&
-			(x.Balance == nil) == (y.Balance == nil) && (x.Balance == nil || tau2.SameFloat(*x.Balance, *y.Balance))
+			(x.Balance == nil) == (y.Balance == nil) && (x.Balance == nil || pyval.SameFloat(*x.Balance, *y.Balance))
 	}) {
 		d = append(d, "payment_methods")
 	}
@@ -422,21 +423,21 @@ func diffOrder(a, b *Order) []string {
 	add(a.Address != b.Address, "address")
 	add(!slices.EqualFunc(a.Items, b.Items, func(x, y OrderItem) bool {
 		return x.Name == y.Name && x.ProductID == y.ProductID && x.ItemID == y.ItemID &&
-			tau2.SameFloat(x.Price, y.Price) && x.Options.equal(y.Options)
+			pyval.SameFloat(x.Price, y.Price) && x.Options.equal(y.Options)
 	}), "items")
 	add(a.Status != b.Status, "status")
 	add(!slices.EqualFunc(a.Fulfillments, b.Fulfillments, func(x, y Fulfillment) bool {
 		return !strs(x.TrackingID, y.TrackingID) && !strs(x.ItemIDs, y.ItemIDs)
 	}), "fulfillments")
 	add(!slices.EqualFunc(a.PaymentHistory, b.PaymentHistory, func(x, y Payment) bool {
-		return x.TransactionType == y.TransactionType && tau2.SameFloat(x.Amount, y.Amount) && x.PaymentMethodID == y.PaymentMethodID
+		return x.TransactionType == y.TransactionType && pyval.SameFloat(x.Amount, y.Amount) && x.PaymentMethodID == y.PaymentMethodID
 	}), "payment_history")
 	add(optStr(a.CancelReason, b.CancelReason), "cancel_reason")
 	add(strs(a.ExchangeItems, b.ExchangeItems), "exchange_items")
 	add(strs(a.ExchangeNewItems, b.ExchangeNewItems), "exchange_new_items")
 	add(optStr(a.ExchangePaymentMethodID, b.ExchangePaymentMethodID), "exchange_payment_method_id")
 	x, y := a.ExchangePriceDifference, b.ExchangePriceDifference
-	add((x == nil) != (y == nil) || x != nil && (!tau2.SameFloat(*x, *y) || a.exchangeDiffInt != b.exchangeDiffInt), "exchange_price_difference")
+	add((x == nil) != (y == nil) || x != nil && (!pyval.SameFloat(*x, *y) || a.exchangeDiffInt != b.exchangeDiffInt), "exchange_price_difference")
 	add(strs(a.ReturnItems, b.ReturnItems), "return_items")
 	add(optStr(a.ReturnPaymentMethodID, b.ReturnPaymentMethodID), "return_payment_method_id")
 	return d

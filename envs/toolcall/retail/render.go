@@ -1,6 +1,6 @@
 package retail
 
-import "github.com/nextstate-rl/nextstate/envs/toolcall/tau2"
+import "github.com/nextstate-rl/nextstate/envs/internal/pyval"
 
 // The JSON tau2 returns for a record: rendered once for a loaded DB's
 // records, on demand for records an episode changed or added.
@@ -38,32 +38,32 @@ func appendOptions(b []byte, o Options) []byte {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = tau2.AppendString(b, kv.Name)
+		b = pyval.AppendString(b, kv.Name)
 		b = append(b, ": "...)
-		b = tau2.AppendString(b, kv.Value)
+		b = pyval.AppendString(b, kv.Value)
 	}
 	return append(b, '}')
 }
 
 func appendAddress(b []byte, a *Address) []byte {
 	b = append(b, `{"address1": `...)
-	b = tau2.AppendString(b, a.Address1)
+	b = pyval.AppendString(b, a.Address1)
 	b = append(b, `, "address2": `...)
-	b = tau2.AppendString(b, a.Address2)
+	b = pyval.AppendString(b, a.Address2)
 	b = append(b, `, "city": `...)
-	b = tau2.AppendString(b, a.City)
+	b = pyval.AppendString(b, a.City)
 	b = append(b, `, "country": `...)
-	b = tau2.AppendString(b, a.Country)
+	b = pyval.AppendString(b, a.Country)
 	b = append(b, `, "state": `...)
-	b = tau2.AppendString(b, a.State)
+	b = pyval.AppendString(b, a.State)
 	b = append(b, `, "zip": `...)
-	b = tau2.AppendString(b, a.Zip)
+	b = pyval.AppendString(b, a.Zip)
 	return append(b, '}')
 }
 
 func appendVariant(b []byte, v *Variant) []byte {
 	b = append(b, `{"item_id": `...)
-	b = tau2.AppendString(b, v.ItemID)
+	b = pyval.AppendString(b, v.ItemID)
 	b = append(b, `, "options": `...)
 	b = appendOptions(b, v.Options)
 	if v.Available {
@@ -71,21 +71,21 @@ func appendVariant(b []byte, v *Variant) []byte {
 	} else {
 		b = append(b, `, "available": false, "price": `...)
 	}
-	b = tau2.AppendFloat(b, v.Price)
+	b = pyval.AppendFloat(b, v.Price)
 	return append(b, '}')
 }
 
 func appendProduct(b []byte, p *Product) []byte {
 	b = append(b, `{"name": `...)
-	b = tau2.AppendString(b, p.Name)
+	b = pyval.AppendString(b, p.Name)
 	b = append(b, `, "product_id": `...)
-	b = tau2.AppendString(b, p.ProductID)
+	b = pyval.AppendString(b, p.ProductID)
 	b = append(b, `, "variants": {`...)
 	for i := range p.Variants {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = tau2.AppendString(b, p.Variants[i].ItemID)
+		b = pyval.AppendString(b, p.Variants[i].ItemID)
 		b = append(b, ": "...)
 		b = appendVariant(b, &p.Variants[i])
 	}
@@ -97,44 +97,44 @@ func appendProduct(b []byte, p *Product) []byte {
 // credit card or balance for a gift card.
 func appendPaymentMethod(b []byte, pm *PaymentMethod) []byte {
 	b = append(b, `{"source": `...)
-	b = tau2.AppendString(b, pm.Source)
+	b = pyval.AppendString(b, pm.Source)
 	b = append(b, `, "id": `...)
-	b = tau2.AppendString(b, pm.ID)
+	b = pyval.AppendString(b, pm.ID)
 	switch pm.Source {
 	case sourceCreditCard:
 		b = append(b, `, "brand": `...)
-		b = tau2.AppendString(b, pm.Brand)
+		b = pyval.AppendString(b, pm.Brand)
 		b = append(b, `, "last_four": `...)
-		b = tau2.AppendString(b, pm.LastFour)
+		b = pyval.AppendString(b, pm.LastFour)
 	case sourceGiftCard:
 		b = append(b, `, "balance": `...)
-		b = tau2.AppendFloat(b, *pm.Balance)
+		b = pyval.AppendFloat(b, *pm.Balance)
 	}
 	return append(b, '}')
 }
 
 func appendUser(b []byte, u *User) []byte {
 	b = append(b, `{"user_id": `...)
-	b = tau2.AppendString(b, u.UserID)
+	b = pyval.AppendString(b, u.UserID)
 	b = append(b, `, "name": {"first_name": `...)
-	b = tau2.AppendString(b, u.Name.FirstName)
+	b = pyval.AppendString(b, u.Name.FirstName)
 	b = append(b, `, "last_name": `...)
-	b = tau2.AppendString(b, u.Name.LastName)
+	b = pyval.AppendString(b, u.Name.LastName)
 	b = append(b, `}, "address": `...)
 	b = appendAddress(b, &u.Address)
 	b = append(b, `, "email": `...)
-	b = tau2.AppendString(b, u.Email)
+	b = pyval.AppendString(b, u.Email)
 	b = append(b, `, "payment_methods": {`...)
 	for i := range u.PaymentMethods {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = tau2.AppendString(b, u.PaymentMethods[i].ID)
+		b = pyval.AppendString(b, u.PaymentMethods[i].ID)
 		b = append(b, ": "...)
 		b = appendPaymentMethod(b, &u.PaymentMethods[i])
 	}
 	b = append(b, `}, "orders": `...)
-	b = tau2.AppendStrings(b, u.Orders)
+	b = pyval.AppendStrings(b, u.Orders)
 	return append(b, '}')
 }
 
@@ -142,14 +142,14 @@ func appendOptString(b []byte, s *string) []byte {
 	if s == nil {
 		return append(b, "null"...)
 	}
-	return tau2.AppendString(b, *s)
+	return pyval.AppendString(b, *s)
 }
 
 func appendOrder(b []byte, o *Order) []byte {
 	b = append(b, `{"order_id": `...)
-	b = tau2.AppendString(b, o.OrderID)
+	b = pyval.AppendString(b, o.OrderID)
 	b = append(b, `, "user_id": `...)
-	b = tau2.AppendString(b, o.UserID)
+	b = pyval.AppendString(b, o.UserID)
 	b = append(b, `, "address": `...)
 	b = appendAddress(b, &o.Address)
 	b = append(b, `, "items": [`...)
@@ -159,28 +159,28 @@ func appendOrder(b []byte, o *Order) []byte {
 			b = append(b, ", "...)
 		}
 		b = append(b, `{"name": `...)
-		b = tau2.AppendString(b, it.Name)
+		b = pyval.AppendString(b, it.Name)
 		b = append(b, `, "product_id": `...)
-		b = tau2.AppendString(b, it.ProductID)
+		b = pyval.AppendString(b, it.ProductID)
 		b = append(b, `, "item_id": `...)
-		b = tau2.AppendString(b, it.ItemID)
+		b = pyval.AppendString(b, it.ItemID)
 		b = append(b, `, "price": `...)
-		b = tau2.AppendFloat(b, it.Price)
+		b = pyval.AppendFloat(b, it.Price)
 		b = append(b, `, "options": `...)
 		b = appendOptions(b, it.Options)
 		b = append(b, '}')
 	}
 	b = append(b, `], "status": `...)
-	b = tau2.AppendString(b, o.Status)
+	b = pyval.AppendString(b, o.Status)
 	b = append(b, `, "fulfillments": [`...)
 	for i, f := range o.Fulfillments {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
 		b = append(b, `{"tracking_id": `...)
-		b = tau2.AppendStrings(b, f.TrackingID)
+		b = pyval.AppendStrings(b, f.TrackingID)
 		b = append(b, `, "item_ids": `...)
-		b = tau2.AppendStrings(b, f.ItemIDs)
+		b = pyval.AppendStrings(b, f.ItemIDs)
 		b = append(b, '}')
 	}
 	b = append(b, `], "payment_history": [`...)
@@ -189,19 +189,19 @@ func appendOrder(b []byte, o *Order) []byte {
 			b = append(b, ", "...)
 		}
 		b = append(b, `{"transaction_type": `...)
-		b = tau2.AppendString(b, p.TransactionType)
+		b = pyval.AppendString(b, p.TransactionType)
 		b = append(b, `, "amount": `...)
-		b = tau2.AppendFloat(b, p.Amount)
+		b = pyval.AppendFloat(b, p.Amount)
 		b = append(b, `, "payment_method_id": `...)
-		b = tau2.AppendString(b, p.PaymentMethodID)
+		b = pyval.AppendString(b, p.PaymentMethodID)
 		b = append(b, '}')
 	}
 	b = append(b, `], "cancel_reason": `...)
 	b = appendOptString(b, o.CancelReason)
 	b = append(b, `, "exchange_items": `...)
-	b = tau2.AppendStrings(b, o.ExchangeItems)
+	b = pyval.AppendStrings(b, o.ExchangeItems)
 	b = append(b, `, "exchange_new_items": `...)
-	b = tau2.AppendStrings(b, o.ExchangeNewItems)
+	b = pyval.AppendStrings(b, o.ExchangeNewItems)
 	b = append(b, `, "exchange_payment_method_id": `...)
 	b = appendOptString(b, o.ExchangePaymentMethodID)
 	b = append(b, `, "exchange_price_difference": `...)
@@ -211,10 +211,10 @@ func appendOrder(b []byte, o *Order) []byte {
 	case o.exchangeDiffInt:
 		b = append(b, '0')
 	default:
-		b = tau2.AppendFloat(b, *o.ExchangePriceDifference)
+		b = pyval.AppendFloat(b, *o.ExchangePriceDifference)
 	}
 	b = append(b, `, "return_items": `...)
-	b = tau2.AppendStrings(b, o.ReturnItems)
+	b = pyval.AppendStrings(b, o.ReturnItems)
 	b = append(b, `, "return_payment_method_id": `...)
 	b = appendOptString(b, o.ReturnPaymentMethodID)
 	return append(b, '}')

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
 	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2"
 )
 
@@ -184,7 +185,7 @@ func sameProduct(a, b *Product) bool {
 	}
 	for i := range a.Variants {
 		x, y := &a.Variants[i], &b.Variants[i]
-		if x.ItemID != y.ItemID || !x.Options.equal(y.Options) || x.Available != y.Available || !tau2.SameFloat(x.Price, y.Price) {
+		if x.ItemID != y.ItemID || !x.Options.equal(y.Options) || x.Available != y.Available || !pyval.SameFloat(x.Price, y.Price) {
 			return false
 		}
 	}

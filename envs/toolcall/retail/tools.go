@@ -6,8 +6,8 @@ import (
 	"sort"
 	"unicode/utf8"
 
+	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
 	"github.com/nextstate-rl/nextstate/envs/toolcall"
-	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2"
 )
 
 // The retail tools, as tau2's RetailTools has them: the same names,
@@ -261,7 +261,7 @@ func (s *state) getPaymentMethod(userID, pmID string) (*User, int, error) {
 // tau2 does, on this state's copy of the user.
 func (s *state) addToGiftCard(userID string, i int, amount float64) {
 	u := s.userW(userID)
-	b := tau2.Round2(*u.PaymentMethods[i].Balance + amount)
+	b := pyval.Round2(*u.PaymentMethods[i].Balance + amount)
 	u.PaymentMethods[i].Balance = &b
 }
 
@@ -276,7 +276,7 @@ func calculate(_ *state, args json.RawMessage) (string, error) {
 	if err != nil {
 		return "", fail("%s", err.Error())
 	}
-	return tau2.Repr(tau2.Round2(v)), nil
+	return pyval.FloatRepr(pyval.Round2(v)), nil
 }
 
 func findUserIDByNameZip(s *state, args json.RawMessage) (string, error) {
@@ -346,7 +346,7 @@ func lowerEqual(a, b string) bool {
 			return true
 		}
 	}
-	return tau2.Lower(a) == tau2.Lower(b)
+	return pyval.Lower(a) == pyval.Lower(b)
 }
 
 func getOrderDetails(s *state, args json.RawMessage) (string, error) {
@@ -432,9 +432,9 @@ func listAllProductTypes(s *state, _ json.RawMessage) (string, error) {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = tau2.AppendString(b, n)
+		b = pyval.AppendString(b, n)
 		b = append(b, ": "...)
-		b = tau2.AppendString(b, byName[n])
+		b = pyval.AppendString(b, byName[n])
 	}
 	return string(append(b, '}')), nil
 }

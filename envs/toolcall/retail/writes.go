@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2"
+	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
 )
 
 // The tools that change the database. Each checks what tau2's checks, in
@@ -142,7 +142,7 @@ func exchangeDeliveredOrderItems(s *state, args json.RawMessage) (string, error)
 		}
 		diff += v.Price - o.Items[i].Price
 	}
-	diff = tau2.Round2(diff)
+	diff = pyval.Round2(diff)
 	u, i, err := s.getPaymentMethod(o.UserID, a.PaymentMethodID)
 	if err != nil {
 		return "", err

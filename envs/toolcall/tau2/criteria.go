@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
 	"github.com/nextstate-rl/nextstate/gym"
 )
 
@@ -167,7 +168,7 @@ func Communicated(messages, want []string) (float64, []gym.Info) {
 	for _, s := range want {
 		met := false
 		for _, m := range messages {
-			if strings.Contains(strings.ReplaceAll(Lower(m), ",", ""), Lower(s)) {
+			if strings.Contains(strings.ReplaceAll(pyval.Lower(m), ",", ""), pyval.Lower(s)) {
 				met = true
 				break
 			}

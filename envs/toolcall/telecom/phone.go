@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2"
+	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
 )
 
 // The user's side: tau2's TelecomUserTools on the simulated phone, its
@@ -132,7 +132,7 @@ func (w *world) speedTest() (speed float64, desc string, ok bool) {
 		factor *= 0.2
 	}
 	r := speedRanges[p.NetworkTechnologyConnected]
-	speed = tau2.Round2((r[0] + r[1]) / 2.0 * signalFactors[p.NetworkSignalStrength] * factor)
+	speed = pyval.Round2((r[0] + r[1]) / 2.0 * signalFactors[p.NetworkSignalStrength] * factor)
 	switch {
 	case speed < 1:
 		desc = "Very Poor"
@@ -262,10 +262,10 @@ func vpnRepr(v *VPNDetails) string {
 		if p == nil {
 			return "None"
 		}
-		return tau2.Quote(*p)
+		return pyval.Quote(*p)
 	}
 	return fmt.Sprintf("{'server_address': %s, 'protocol': %s, 'server_performance': <PerformanceLevel.%s: %s>}",
-		s(v.ServerAddress), s(v.Protocol), strings.ToUpper(v.ServerPerformance), tau2.Quote(v.ServerPerformance))
+		s(v.ServerAddress), s(v.Protocol), strings.ToUpper(v.ServerPerformance), pyval.Quote(v.ServerPerformance))
 }
 
 // permissionNames lists an app's granted permissions in the model's order.

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2"
+	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
 )
 
 // The phone's functions by name (tau2's TelecomUserTools): its tools,
@@ -246,7 +246,7 @@ var userFuncs = map[string]function{
 		if err := a.check(); err != nil {
 			return nil, err
 		}
-		perm = tau2.Lower(perm)
+		perm = pyval.Lower(perm)
 		app, ok := w.app(name)
 		var msg string
 		switch {
@@ -255,7 +255,7 @@ var userFuncs = map[string]function{
 		case !slices.Contains(permissionSet, perm):
 			quoted := make([]string, len(permissionSet))
 			for i, p := range permissionSet {
-				quoted[i] = tau2.Quote(p)
+				quoted[i] = pyval.Quote(p)
 			}
 			msg = fmt.Sprintf("Error. Permission '%s' not tracked for app '%s', available permissions: [%s]", perm, name, strings.Join(quoted, ", "))
 		default:
@@ -287,7 +287,7 @@ var userFuncs = map[string]function{
 		if pr == nil {
 			return "No payment request has been made."
 		}
-		return fmt.Sprintf("You have a payment request for bill %s of %s USD.", pr.BillID, tau2.Repr(pr.AmountDue))
+		return fmt.Sprintf("You have a payment request for bill %s of %s USD.", pr.BillID, pyval.FloatRepr(pr.AmountDue))
 	}),
 	ToolMakePayment: simple(true, func(w *world) any {
 		pr := w.around().PaymentRequest
@@ -295,7 +295,7 @@ var userFuncs = map[string]function{
 			return "You do not have a payment request."
 		}
 		pr.Paid = true
-		return fmt.Sprintf("Payment of %s USD has been made for bill %s.", tau2.Repr(pr.AmountDue), pr.BillID)
+		return fmt.Sprintf("Payment of %s USD has been made for bill %s.", pyval.FloatRepr(pr.AmountDue), pr.BillID)
 	}),
 
 	// Helpers of tasks' initial states.
@@ -382,7 +382,7 @@ var userFuncs = map[string]function{
 		if err := a.check(); err != nil {
 			return nil, err
 		}
-		perm = tau2.Lower(perm)
+		perm = pyval.Lower(perm)
 		app, ok := w.app(name)
 		switch {
 		case !ok:
@@ -420,11 +420,11 @@ var userFuncs = map[string]function{
 		if desc == nil {
 			return speed >= want.f, nil
 		}
-		return speed >= want.f && tau2.Lower(got) == tau2.Lower(*desc), nil
+		return speed >= want.f && pyval.Lower(got) == pyval.Lower(*desc), nil
 	}},
 	"assert_internet_not_excellent": simple(false, func(w *world) any {
 		_, desc, _ := w.speedTest()
-		return tau2.Lower(desc) != "excellent"
+		return pyval.Lower(desc) != "excellent"
 	}),
 }
 

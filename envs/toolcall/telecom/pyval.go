@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2"
+	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
 )
 
 // tau2's telecom tools return pydantic models, dicts and strings; the
@@ -55,16 +55,16 @@ func appendPy(b []byte, v any, sorted bool) []byte {
 		}
 		return append(b, "false"...)
 	case string:
-		return tau2.AppendString(b, v)
+		return pyval.AppendString(b, v)
 	case float64:
-		return tau2.AppendFloat(b, v)
+		return pyval.AppendFloat(b, v)
 	case int:
 		return strconv.AppendInt(b, int64(v), 10)
 	case pyNum:
 		if v.isInt {
 			return append(b, v.lit...)
 		}
-		return tau2.AppendFloat(b, v.f)
+		return pyval.AppendFloat(b, v.f)
 	case *obj:
 		order := make([]int, len(v.keys))
 		for i := range order {
@@ -78,7 +78,7 @@ func appendPy(b []byte, v any, sorted bool) []byte {
 			if n > 0 {
 				b = append(b, ", "...)
 			}
-			b = tau2.AppendString(b, v.keys[i])
+			b = pyval.AppendString(b, v.keys[i])
 			b = append(b, ": "...)
 			b = appendPy(b, v.vals[i], sorted)
 		}
@@ -104,7 +104,7 @@ func dumps(v any) string { return string(appendPy(nil, v, false)) }
 func pyStr(v any) string {
 	switch v := v.(type) {
 	case float64:
-		return tau2.Repr(v)
+		return pyval.FloatRepr(v)
 	case int:
 		return strconv.Itoa(v)
 	case pyNum:
@@ -152,7 +152,7 @@ func (n pyNum) String() string {
 	if n.isInt {
 		return n.lit
 	}
-	return tau2.Repr(n.f)
+	return pyval.FloatRepr(n.f)
 }
 
 // toFloat is float(n): an int too large for a float is Python's

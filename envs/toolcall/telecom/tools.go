@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nextstate-rl/nextstate/envs/toolcall/tau2"
+	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
 )
 
 // The agent's side: tau2's TelecomTools, its tools, the helpers tasks set
@@ -182,9 +182,9 @@ var agentFuncs = map[string]function{
 			return nil, err
 		}
 		out := []any{}
-		want := tau2.Lower(name)
+		want := pyval.Lower(name)
 		for _, c := range w.db.Customers {
-			if tau2.Lower(c.FullName) == want && c.DateOfBirth == dob {
+			if pyval.Lower(c.FullName) == want && c.DateOfBirth == dob {
 				out = append(out, c.py())
 			}
 		}
@@ -455,7 +455,7 @@ func refuelData(w *world, a *args) (any, error) {
 	}
 	charge := gbf * p.DataRefuelingPricePerGB
 	l.DataRefuelingGB += gbf
-	if err := w.applyOneTimeCharge(cid, charge, fmt.Sprintf("Data refueling: %s GB at $%s/GB", gb, tau2.Repr(p.DataRefuelingPricePerGB))); err != nil {
+	if err := w.applyOneTimeCharge(cid, charge, fmt.Sprintf("Data refueling: %s GB at $%s/GB", gb, pyval.FloatRepr(p.DataRefuelingPricePerGB))); err != nil {
 		return nil, err
 	}
 	return dumps(dict("message", fmt.Sprintf("Successfully added %s GB of data for line %s for $%s", gb, lid, fixed2(charge)),

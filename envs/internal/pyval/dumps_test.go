@@ -1,4 +1,4 @@
-package tau2
+package pyval
 
 import (
 	"math"
@@ -12,7 +12,7 @@ func TestPythonFormatting(t *testing.T) {
 		1234567890123456: "1234567890123456.0", 1.5e300: "1.5e+300", -0.5: "-0.5", math.Copysign(0, -1): "-0.0",
 		123.45: "123.45", 5e-324: "5e-324", math.Inf(1): "inf",
 	} {
-		if got := Repr(f); got != want {
+		if got := FloatRepr(f); got != want {
 			t.Errorf("repr(%v) = %q, want %q", f, got, want)
 		}
 	}

@@ -1,4 +1,4 @@
-package tau2
+package pyval
 
 import (
 	"math"
@@ -7,11 +7,11 @@ import (
 	"unicode/utf8"
 )
 
-// tau2 answers a tool call with json.dumps of the returned pydantic model:
-// fields in the model's order, ", " and ": " separators, everything
-// outside printable ASCII escaped as \uXXXX, and floats as Python's repr
-// writes them (100.0, 1e-05). The functions here write the same bytes, so
-// an agent reads exactly what it would read in tau2.
+// json.dumps with its defaults writes ", " and ": " separators,
+// everything outside printable ASCII escaped as \uXXXX, and floats as
+// Python's repr writes them (100.0, 1e-05). The functions here write the
+// same bytes, so an agent reads exactly what it would read from the
+// Python original (tau2's tools, BFCL's classes).
 
 // AppendString writes s as Python's json.dumps does with ensure_ascii:
 // " and \ escaped, \n \r \t \b \f by name, every other character outside
@@ -92,14 +92,14 @@ func AppendFloat(b []byte, f float64) []byte {
 		}
 		return append(b, ".0"...)
 	}
-	return append(b, Repr(f)...)
+	return append(b, FloatRepr(f)...)
 }
 
-// Repr is Python's repr(f), which str(f) equals: the shortest digits
+// FloatRepr is Python's repr(f), which str(f) equals: the shortest digits
 // that read back as f, in fixed notation when the decimal point falls in
 // (-4, 16] digits from the start (with ".0" when the value is whole), else
 // scientific with a signed exponent of at least two digits (1e-05, 1e+16).
-func Repr(f float64) string {
+func FloatRepr(f float64) string {
 	switch {
 	case math.IsNaN(f):
 		return "nan"

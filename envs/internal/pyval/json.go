@@ -1,4 +1,4 @@
-package bfcl
+package pyval
 
 import (
 	"errors"
@@ -8,11 +8,11 @@ import (
 	"unicode/utf8"
 )
 
-// decodeJSON decodes one JSON value (RFC 8259, as json.loads reads it,
+// Decode decodes one JSON value (RFC 8259, as json.loads reads it,
 // without its NaN and Infinity extensions) with Python's types: objects
 // become *Dict in key order, integer literals int64 (or *big.Int), other
 // numbers float64. Text after the value is an error.
-func decodeJSON(data []byte) (any, error) {
+func Decode(data []byte) (any, error) {
 	p := parser{s: data}
 	p.space()
 	v, err := p.value(0)

@@ -1,4 +1,4 @@
-package tau2
+package pyval
 
 import (
 	"strings"
