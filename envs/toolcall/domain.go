@@ -27,7 +27,8 @@ type Domain interface {
 type Episode interface {
 	// Tools are the tools offered in this episode, listed in the reset
 	// observation. Call is only called with a tool of this list, with
-	// arguments that passed its schema.
+	// arguments that passed its schema (unless the kind's Config is
+	// Unchecked).
 	Tools() []Tool
 	// Opening is the text of the reset observation: the instruction, a
 	// policy, the user's first message.
@@ -67,4 +68,16 @@ type Answerer interface {
 // released everything, as a failed Start does.
 type Restarter interface {
 	Restart(ctx context.Context, task *gym.Task, seed int64, opts gym.Options) (Episode, error)
+}
+
+// StepEnder is implemented by episodes whose turns end by the agent's
+// steps rather than by its messages (BFCL's multi-turn cases: a step
+// without a call ends the user's turn, and too many steps in one turn end
+// the case). EndStep is called after each step, once its calls have run
+// and its message (if any) has gone to Say, with the number of calls the
+// step made. reply, when not empty, is added to the observation (the next
+// user turn); done terminates the episode; cut, when not empty, truncates
+// it with that reason.
+type StepEnder interface {
+	EndStep(ctx context.Context, calls int) (reply string, done bool, cut string, err error)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/nextstate-rl/nextstate/envs/internal/tools"
 	"github.com/nextstate-rl/nextstate/gym"
 )
 
@@ -26,6 +27,12 @@ type Config struct {
 	Tasks       []gym.Task // built-in tasks (smoke tasks for the demo)
 	// MaxToolErrors replaces DefaultMaxToolErrors for the kind.
 	MaxToolErrors int
+	// Unchecked sends the episode the calls of unknown tools and the
+	// arguments that do not match their tool's schema, for a domain that
+	// answers them itself as its benchmark does (BFCL's multi-turn
+	// classes, whose Python raises its own errors); arguments that are not
+	// a JSON object are still refused here.
+	Unchecked bool
 }
 
 // Kind is a gym kind made from a Domain by NewKind. It forwards
@@ -218,6 +225,9 @@ func (e *Env) Step(ctx context.Context, action gym.Action) (gym.Transition, erro
 	for _, c := range calls {
 		res := &gym.ToolResult{CallID: c.ID, Name: c.Function.Name}
 		args, cerr := e.tools.Check(c.Function)
+		if cerr != nil && e.kind.cfg.Unchecked && cerr.Reason != tools.ReasonBadJSON {
+			args, cerr = rawArguments(c.Function.Arguments), nil
+		}
 		if cerr != nil {
 			e.errors++
 			res.Content, res.IsError = cerr.Message, true
@@ -249,16 +259,40 @@ func (e *Env) Step(ctx context.Context, action gym.Action) (gym.Transition, erro
 		}
 		end = end || done
 	}
+	cut := ""
+	if se, ok := e.ep.(StepEnder); ok && !end {
+		reply, done, c, err := se.EndStep(ctx, len(calls))
+		if err != nil {
+			return gym.Transition{}, labelled(err, "step_failed")
+		}
+		if reply != "" {
+			tr.Observation.Parts = append(tr.Observation.Parts, gym.TextPart(reply))
+		}
+		end, cut = done, c
+	}
 	tr.Terminated = end
 	tr.Info = gym.Info{"tool_errors_total": e.errors}
+	if cut != "" && !end {
+		tr.Truncated = true
+		tr.Info["truncated_reason"] = cut
+	}
 	if len(rejected) > 0 {
 		tr.Info["tool_errors"] = rejected
 	}
-	if !end && e.maxErrors > 0 && e.errors >= e.maxErrors {
+	if !end && !tr.Truncated && e.maxErrors > 0 && e.errors >= e.maxErrors {
 		tr.Truncated = true
 		tr.Info["truncated_reason"] = "tool_errors"
 	}
 	return tr, nil
+}
+
+// rawArguments are a call's arguments as an unchecked domain gets them:
+// "{}" for empty or null ones.
+func rawArguments(a string) json.RawMessage {
+	if t := strings.TrimSpace(a); t != "" && t != "null" {
+		return json.RawMessage(t)
+	}
+	return json.RawMessage("{}")
 }
 
 // labelled keeps a fault label and marks anything else as the

@@ -59,6 +59,9 @@ func Truthy(v any) bool {
 // numbers by value, strings by code point, lists element-wise; other
 // pairs raise TypeError as Python does.
 func Compare(op string, a, b any) (bool, error) {
+	if isNaN(a) && isNum(b) || isNaN(b) && isNum(a) {
+		return false, nil // every comparison with a NaN is false
+	}
 	c, ok := order(a, b)
 	if !ok {
 		return false, Raise("%s not supported between instances of %s and %s", pyval.Quote(op), pyval.Quote(TypeName(a)), pyval.Quote(TypeName(b)))
@@ -115,6 +118,11 @@ func order(a, b any) (int, bool) {
 	return 0, false
 }
 
+func isNaN(v any) bool {
+	f, ok := v.(float64)
+	return ok && f != f
+}
+
 func isNum(v any) bool {
 	switch v.(type) {
 	case bool, int64, *big.Int, float64:
@@ -123,8 +131,7 @@ func isNum(v any) bool {
 	return false
 }
 
-// num is a number as an exact big.Float (NaN is not handled: BFCL's data
-// has none).
+// num is a number as an exact big.Float (not NaN: Compare handles it).
 func num(v any) *big.Float {
 	if f, ok := v.(float64); ok {
 		return new(big.Float).SetFloat64(f)

@@ -114,4 +114,6 @@ func (r *Random) Intn(a, b int64) int64 {
 }
 
 // Uniform is uniform(a, b): a + (b−a)·random().
-func (r *Random) Uniform(a, b float64) float64 { return a + (b-a)*r.Float() }
+// The product is rounded before the sum (no fused multiply-add), as in
+// Python.
+func (r *Random) Uniform(a, b float64) float64 { return a + float64((b-a)*r.Float()) }

@@ -15,21 +15,32 @@ mutated instance equal to the ground truth's.
 BFCL_DIR is a checkout's berkeley-function-call-leaderboard folder (its
 bfcl_eval package is imported; mpmath must be installed), DATA_DIR holds
 BFCL_v4_multi_turn_base.json and possible_answer/. Deterministic: the
-mutations are drawn from random.Random(case index).
+mutations are drawn from random.Random(case index). TwitterAPI.post_tweet's
+default mentions list is made per instance (isolate_defaults), and the
+script runs with PYTHONHASHSEED=0, so that sets print in one order.
 """
 
 import ast
+import copy
 import gzip
 import inspect
 import json
+import os
 import random
 import sys
+import types
 
 
 def main():
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        # Sets of strings print in their hashes' order, which Python
+        # randomises per process unless told not to.
+        os.execve(sys.executable, [sys.executable] + sys.argv, {**os.environ, "PYTHONHASHSEED": "0"})
     bfcl_dir, data_dir, out = sys.argv[1:4]
     sys.path.insert(0, bfcl_dir)
     from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils as mtu
+    from bfcl_eval.eval_checker.multi_turn_eval.func_source_code.posting_api import TwitterAPI
+    isolate_defaults(TwitterAPI, "post_tweet")
     from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker import _compare_instances
 
     cases = [json.loads(l) for l in open(f"{data_dir}/BFCL_v4_multi_turn_base.json")]
@@ -69,6 +80,34 @@ def play(mtu, compare, case, gt, label, turns, tag):
             "same_state": same,
         })
     return run
+
+
+def isolate_defaults(cls, name):
+    """Gives each instance its own copy of a method's mutable defaults.
+
+    TwitterAPI.post_tweet's `mentions=[]` is one list for the whole
+    process: a mention() on a tweet posted without mentions extends it for
+    every such tweet of every instance, so one case's run leaks into the
+    next ones. The port keeps the sharing within an instance (one case's
+    run, as if it had a process of its own) and not across instances.
+    The copy is kept in a private attribute, which the state checker
+    skips."""
+    orig = getattr(cls, name)
+    slot = "_isolated_" + name
+
+    class PerInstance:
+        def __get__(self, obj, owner):
+            if obj is None:
+                return orig
+            f = obj.__dict__.get(slot)
+            if f is None:
+                f = types.FunctionType(orig.__code__, orig.__globals__, orig.__name__,
+                                       copy.deepcopy(orig.__defaults__), orig.__closure__)
+                f.__qualname__, f.__kwdefaults__ = orig.__qualname__, orig.__kwdefaults__
+                obj.__dict__[slot] = f
+            return types.MethodType(f, obj)
+
+    setattr(cls, name, PerInstance())
 
 
 def owner_map(instances, involved):
