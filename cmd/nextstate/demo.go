@@ -211,45 +211,108 @@ a scripted policy, follow the live event stream, export the trajectories, and re
 	return c
 }
 
+// runDemo plays the demo: a server on a loopback port with a client over
+// WebSocket, a scripted agent over every task, the live event stream, the
+// exported trajectories, and the report printed to out.
 func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 	begin := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	dir := f.dataDir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "nextstate-demo-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	}
-	// SWE instances are built from real module releases before the
-	// server starts, so they are served as a suite.
-	var suites []*gym.Suite
-	local := map[string]*gym.Task{}
-	sweSkip := ""
-	if sweSuite, err := demoSWESuite(ctx, os.Stderr); err != nil {
-		sweSkip = swe.KindName + " (" + clip(err.Error(), 160) + ")"
-	} else {
-		suites = append(suites, sweSuite)
-		for i := range sweSuite.Tasks {
-			local[sweSuite.Tasks[i].ID] = &sweSuite.Tasks[i]
-		}
-	}
-	srv, err := server.New(server.Config{DataDir: dir, Suites: suites})
+	dir, removeDir, err := demoDataDir(f.dataDir)
 	if err != nil {
 		return err
+	}
+	defer removeDir()
+	suites, local, sweSkip := demoSuites(ctx)
+	url, stop, err := startDemoServer(ctx, dir, suites)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	rep := DemoReport{Server: url, DataDir: dir, EventsByType: map[string]int{}}
+
+	c, err := client.Dial(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	stream, err := followDemoEvents(ctx, c, rep.EventsByType)
+	if err != nil {
+		return err
+	}
+	if err := playDemoTasks(ctx, c, f.episodes, local, sweSkip, &rep); err != nil {
+		return err
+	}
+	if err := stream.catchUp(ctx, c); err != nil {
+		return err
+	}
+
+	// Stop the server (flushing the store), then export the trajectories
+	// as a trainer would read them.
+	c.Close()
+	if err := stop(); err != nil {
+		return fmt.Errorf("server shutdown: %w", err)
+	}
+	n, sample, err := exportDemo(ctx, dir)
+	if err != nil {
+		return err
+	}
+	rep.Exported = n
+	rep.Seconds = time.Since(begin).Seconds()
+	if f.asJSON {
+		return printJSON(out, rep)
+	}
+	printDemoReport(out, rep, sample)
+	return nil
+}
+
+// demoDataDir returns the demo's store directory: dir when set, else a new
+// temporary one. remove deletes the temporary one and does nothing for dir.
+func demoDataDir(dir string) (_ string, remove func(), _ error) {
+	if dir != "" {
+		return dir, func() {}, nil
+	}
+	d, err := os.MkdirTemp("", "nextstate-demo-")
+	if err != nil {
+		return "", nil, err
+	}
+	return d, func() { os.RemoveAll(d) }, nil
+}
+
+// demoSuites builds the demo's SWE instances from real module releases
+// before the server starts, so that they are served as a suite. local holds
+// the suite's tasks by id, for their oracles (policyFor); when the build
+// fails, skip names swe-v1 with the reason and there is no suite.
+func demoSuites(ctx context.Context) (suites []*gym.Suite, local map[string]*gym.Task, skip string) {
+	local = map[string]*gym.Task{}
+	sweSuite, err := demoSWESuite(ctx, os.Stderr)
+	if err != nil {
+		return nil, local, swe.KindName + " (" + clip(err.Error(), 160) + ")"
+	}
+	for i := range sweSuite.Tasks {
+		local[sweSuite.Tasks[i].ID] = &sweSuite.Tasks[i]
+	}
+	return []*gym.Suite{sweSuite}, local, ""
+}
+
+// startDemoServer starts a server on dir and suites, serving on a loopback
+// port, and returns its WebSocket URL. stop shuts it down, within 30
+// seconds, and waits until it has stopped serving; it returns the shutdown
+// error the first time and nil after.
+func startDemoServer(ctx context.Context, dir string, suites []*gym.Suite) (url string, stop func() error, err error) {
+	srv, err := server.New(server.Config{DataDir: dir, Suites: suites})
+	if err != nil {
+		return "", nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		srv.Shutdown(ctx)
-		return err
+		return "", nil, err
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	stopped := false
-	stop := func() error {
+	stop = func() error {
 		if stopped {
 			return nil
 		}
@@ -260,138 +323,184 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 		<-served
 		return err
 	}
-	defer stop()
-	url := "ws://" + ln.Addr().String()
-	rep := DemoReport{Server: url, DataDir: dir, EventsByType: map[string]int{}}
+	return "ws://" + ln.Addr().String(), stop, nil
+}
 
-	c, err := client.Dial(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+// demoStream follows the live event stream of the demo's run, as a trainer
+// would, counting the events by type. Its goroutine ends when the
+// subscription does: at catchUp, or when the client closes.
+type demoStream struct {
+	sub      *client.Subscription
+	streamed sync.WaitGroup
+	seen     atomic.Int64 // the seq of the last event received
+}
 
-	// Follow the live event stream for the demo's run, as a trainer would.
+// followDemoEvents subscribes to the demo's run and counts each event into
+// byType until the stream stops.
+func followDemoEvents(ctx context.Context, c *client.Client, byType map[string]int) (*demoStream, error) {
 	sub, err := c.Subscribe(ctx, wire.SubscribeParams{Run: "demo", AfterSeq: -1})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var streamed sync.WaitGroup
-	var seen atomic.Int64
-	streamed.Add(1)
+	s := &demoStream{sub: sub}
+	s.streamed.Add(1)
 	go func() {
-		defer streamed.Done()
+		defer s.streamed.Done()
 		for ev := range sub.C() {
-			rep.EventsByType[string(ev.Type)]++
-			seen.Store(ev.Seq)
+			byType[string(ev.Type)]++
+			s.seen.Store(ev.Seq)
 		}
 	}()
+	return s, nil
+}
 
-	tasks, err := c.Tasks(ctx, "", "")
-	if err != nil {
-		return err
-	}
-	skipped := map[string]bool{}
-	if sweSkip != "" {
-		skipped[sweSkip] = true
-	}
-	unavailable := map[string]error{}
-	started := map[string]bool{} // kinds that ran an episode
-	for _, t := range tasks {
-		first, ok := policyFor(t, local)
-		if !ok {
-			skipped[t.Env] = true
-			continue
-		}
-		if a, ok := first.(availability); ok {
-			err, seen := unavailable[t.Env]
-			if !seen {
-				err = a.available(ctx)
-				unavailable[t.Env] = err
-			}
-			if err != nil {
-				skipped[t.Env+" ("+err.Error()+")"] = true
-				continue
-			}
-		}
-		if err := unavailable[t.Env]; err != nil {
-			continue
-		}
-		row := DemoRow{Task: t.ID, Env: t.Env}
-		var ret, steps float64
-		episodes := f.episodes
-		if n, ok := demoEpisodes[t.Env]; ok {
-			episodes = min(episodes, n)
-		}
-		for seed := 1; seed <= episodes; seed++ {
-			p, _ := policyFor(t, local)
-			r, n, term, err := playEpisode(ctx, c, t, int64(seed), p)
-			var we *wire.Error
-			if errors.As(err, &we) && we.Code == wire.CodeInfra && !started[t.Env] {
-				// The kind cannot run here (no browser, no X server):
-				// say so and go on with the other kinds.
-				unavailable[t.Env] = err
-				skipped[t.Env+" ("+clip(err.Error(), 160)+")"] = true
-				break
-			}
-			started[t.Env] = true
-			if err != nil {
-				return fmt.Errorf("task %s seed %d: %w", t.ID, seed, err)
-			}
-			row.Episodes++
-			ret += r
-			steps += float64(n)
-			if term {
-				row.Terminated++
-			} else {
-				row.Truncated++
-			}
-		}
-		if row.Episodes == 0 {
-			continue
-		}
-		row.MeanReturn, row.MeanSteps = ret/float64(row.Episodes), steps/float64(row.Episodes)
-		rep.Steps += int(steps)
-		rep.Rows = append(rep.Rows, row)
-	}
-	for k := range skipped {
-		rep.Skipped = append(rep.Skipped, k)
-	}
-	sort.Strings(rep.Skipped)
-
-	// Wait until the stream has caught up with the store, then stop it.
+// catchUp waits until the stream has caught up with the store, then stops
+// it and waits for its goroutine, so the counts are final.
+func (s *demoStream) catchUp(ctx context.Context, c *client.Client) error {
 	info, err := c.ServerInfo(ctx)
 	if err != nil {
 		return err
 	}
-	if err := pollUntil(ctx, func() bool { return seen.Load() >= info.LastSeq }); err != nil {
+	if err := pollUntil(ctx, func() bool { return s.seen.Load() >= info.LastSeq }); err != nil {
 		return fmt.Errorf("the event stream did not catch up: %w", err)
 	}
-	sub.Close()
-	streamed.Wait()
+	s.sub.Close()
+	s.streamed.Wait()
+	return nil
+}
 
-	// Stop the server (flushing the store), then export the trajectories
-	// as a trainer would read them.
-	c.Close()
-	if err := stop(); err != nil {
-		return fmt.Errorf("server shutdown: %w", err)
-	}
-	st, err := store.OpenReadOnly(dir)
+// playDemoTasks plays every task the server lists that has a scripted
+// policy, up to episodes episodes each (seeds 1..N, fewer for the kinds in
+// demoEpisodes), and adds a row per task played, the steps and the sorted
+// skipped kinds to rep. sweSkip, when set, is a skipped kind already known.
+func playDemoTasks(ctx context.Context, c *client.Client, episodes int, local map[string]*gym.Task, sweSkip string, rep *DemoReport) error {
+	tasks, err := c.Tasks(ctx, "", "")
 	if err != nil {
 		return err
+	}
+	d := &demoPlayer{c: c, local: local, episodes: episodes,
+		skipped: map[string]bool{}, unavailable: map[string]error{}, started: map[string]bool{}}
+	if sweSkip != "" {
+		d.skipped[sweSkip] = true
+	}
+	for _, t := range tasks {
+		if !d.runnable(ctx, t) {
+			continue
+		}
+		row, steps, err := d.playTask(ctx, t)
+		if err != nil {
+			return err
+		}
+		if row.Episodes == 0 {
+			continue
+		}
+		rep.Steps += steps
+		rep.Rows = append(rep.Rows, row)
+	}
+	for k := range d.skipped {
+		rep.Skipped = append(rep.Skipped, k)
+	}
+	sort.Strings(rep.Skipped)
+	return nil
+}
+
+// demoPlayer plays the demo's tasks one by one and remembers, across them,
+// which kinds cannot run here and why.
+type demoPlayer struct {
+	c           *client.Client
+	local       map[string]*gym.Task // the demo's own tasks, for policyFor
+	episodes    int
+	skipped     map[string]bool  // skipped kinds, each with its reason when known
+	unavailable map[string]error // kinds checked for availability: nil when they run here
+	started     map[string]bool  // kinds that ran an episode
+}
+
+// runnable says whether t can be played: its kind has a scripted policy,
+// says it can run here (availability, asked once a kind) and has not
+// failed to start an episode. A kind that cannot is added to skipped.
+func (d *demoPlayer) runnable(ctx context.Context, t gym.Task) bool {
+	first, ok := policyFor(t, d.local)
+	if !ok {
+		d.skipped[t.Env] = true
+		return false
+	}
+	if a, ok := first.(availability); ok {
+		err, seen := d.unavailable[t.Env]
+		if !seen {
+			err = a.available(ctx)
+			d.unavailable[t.Env] = err
+		}
+		if err != nil {
+			d.skipped[t.Env+" ("+err.Error()+")"] = true
+			return false
+		}
+	}
+	return d.unavailable[t.Env] == nil
+}
+
+// playTask plays t's episodes, each with a fresh policy, and returns its
+// row and the steps played. An infrastructure error before the kind's
+// first episode ran marks the kind unavailable and skipped, and ends the
+// task with the episodes played (none); any other error ends the demo.
+func (d *demoPlayer) playTask(ctx context.Context, t gym.Task) (row DemoRow, steps int, err error) {
+	row = DemoRow{Task: t.ID, Env: t.Env}
+	var ret, sum float64
+	episodes := d.episodes
+	if n, ok := demoEpisodes[t.Env]; ok {
+		episodes = min(episodes, n)
+	}
+	for seed := 1; seed <= episodes; seed++ {
+		p, _ := policyFor(t, d.local)
+		r, n, term, err := playEpisode(ctx, d.c, t, int64(seed), p)
+		var we *wire.Error
+		if errors.As(err, &we) && we.Code == wire.CodeInfra && !d.started[t.Env] {
+			// The kind cannot run here (no browser, no X server):
+			// say so and go on with the other kinds.
+			d.unavailable[t.Env] = err
+			d.skipped[t.Env+" ("+clip(err.Error(), 160)+")"] = true
+			break
+		}
+		d.started[t.Env] = true
+		if err != nil {
+			return row, 0, fmt.Errorf("task %s seed %d: %w", t.ID, seed, err)
+		}
+		row.Episodes++
+		ret += r
+		sum += float64(n)
+		if term {
+			row.Terminated++
+		} else {
+			row.Truncated++
+		}
+	}
+	if row.Episodes > 0 {
+		row.MeanReturn, row.MeanSteps = ret/float64(row.Episodes), sum/float64(row.Episodes)
+	}
+	return row, int(sum), nil
+}
+
+// exportDemo exports the demo's run from the store in dir, which the
+// server has released, as JSON Lines, and returns how many episodes it
+// wrote and the first line.
+func exportDemo(ctx context.Context, dir string) (episodes int, first []byte, err error) {
+	st, err := store.OpenReadOnly(dir)
+	if err != nil {
+		return 0, nil, err
 	}
 	var buf bytes.Buffer
 	err = st.Export(ctx, &buf, store.Filter{Run: "demo"}, "jsonl")
 	st.Close()
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
-	rep.Exported = bytes.Count(buf.Bytes(), []byte("\n"))
-	sample, _, _ := bytes.Cut(buf.Bytes(), []byte("\n"))
-	rep.Seconds = time.Since(begin).Seconds()
-	if f.asJSON {
-		return printJSON(out, rep)
-	}
-	fmt.Fprintf(out, "nextstate demo: a scripted agent on %s (store %s)\n\n", url, dir)
+	first, _, _ = bytes.Cut(buf.Bytes(), []byte("\n"))
+	return bytes.Count(buf.Bytes(), []byte("\n")), first, nil
+}
+
+// printDemoReport prints rep as text to out, with sample, the first
+// exported episode, clipped.
+func printDemoReport(out io.Writer, rep DemoReport, sample []byte) {
+	fmt.Fprintf(out, "nextstate demo: a scripted agent on %s (store %s)\n\n", rep.Server, rep.DataDir)
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "TASK\tENV\tEPISODES\tTERMINATED\tTRUNCATED\tMEAN RETURN\tMEAN STEPS")
 	for _, r := range rep.Rows {
@@ -409,7 +518,6 @@ func runDemo(ctx context.Context, out io.Writer, f demoFlags) error {
 		fmt.Fprintf(out, "no scripted policy for: %s\n", strings.Join(rep.Skipped, ", "))
 	}
 	fmt.Fprintf(out, "done in %.2fs\n", rep.Seconds)
-	return nil
 }
 
 // playEpisode runs one episode of t with policy p and closes the session.
