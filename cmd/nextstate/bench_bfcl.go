@@ -20,11 +20,12 @@ func newBenchBFCL() *cobra.Command {
 	var f benchBFCLFlags
 	c := &cobra.Command{
 		Use:   "bfcl",
-		Short: "Score BFCL single-turn answers per category with BFCL's AST checker",
+		Short: "Score BFCL answers per category with BFCL's checkers",
 		Long: `Load a BFCL data folder (BFCL_v4_<category>.json files and possible_answer/) and
 score a file of model answers with BFCL's AST checker, printing the accuracy of
-each category, overall, and the failure reasons counted. Multi-turn categories are
-out of scope and listed as skipped.
+each category, overall, and the failure reasons counted. Answers of multi_turn_base
+cases are not read (play them with nextstate run: they are bfcl-multiturn-v1
+tasks); the other multi-turn and agentic categories are listed as skipped.
 
 --answers is JSON Lines, one {"id": ..., "result": ...} per case: the result as
 BFCL writes it (a list of {"function name": arguments}, the arguments an object or
@@ -35,8 +36,9 @@ A category with no answer at all is "not scored": listed with the reason and lef
 out of the overall accuracy and the category mean.
 
 Without --answers it scores the ground truth's own answers (each parameter's first
-acceptable value), a self-check of the checker and the data, and reports the
-speed of the checker in cases/s. live_relevance has no ground truth in BFCL's data
+acceptable value; for multi-turn cases, the ground truth's calls played through
+BFCL's multi-turn checker on the Go classes), a self-check of the checkers and the
+data, and reports their speed in cases/s. live_relevance has no ground truth in BFCL's data
 (any call passes), so the self-check reports it as not scored.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchBFCL(cmd.OutOrStdout(), f) },

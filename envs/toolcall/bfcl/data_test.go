@@ -52,12 +52,19 @@ func TestReferenceScoresAll(t *testing.T) {
 			t.Errorf("%s: %d cases; want %d", cat, got[cat], n)
 		}
 	}
-	if len(ds.Skipped) != 1 || !strings.HasPrefix(ds.Skipped[0], "multi_turn_base: ") {
-		t.Errorf("skipped %q; want multi_turn_base, out of scope", ds.Skipped)
+	if len(ds.Skipped) != 0 || len(ds.Multi) != 200 {
+		t.Errorf("skipped %q, %d multi-turn cases; want none skipped and multi_turn_base's 200", ds.Skipped, len(ds.Multi))
 	}
+	// The self-check plays every multi-turn case's ground truth through
+	// BFCL's checker too: all 200 pass.
 	rep := SelfCheck(ds)
-	if rep.Overall.Cases != 1390 || rep.Overall.Correct != 1390-len(unpassable) {
-		t.Errorf("self-check %d/%d correct; want %d/1390", rep.Overall.Correct, rep.Overall.Cases, 1390-len(unpassable))
+	if rep.Overall.Cases != 1590 || rep.Overall.Correct != 1590-len(unpassable) {
+		t.Errorf("self-check %d/%d correct; want %d/1590", rep.Overall.Correct, rep.Overall.Cases, 1590-len(unpassable))
+	}
+	for _, cs := range rep.Categories {
+		if cs.Category == "multi_turn_base" && (cs.Cases != 200 || cs.Correct != 200) {
+			t.Errorf("multi_turn_base: %d/%d; want 200/200 (%v)", cs.Correct, cs.Cases, cs.Failures)
+		}
 	}
 }
 
@@ -234,14 +241,14 @@ func TestLoadQuirks(t *testing.T) {
 	fsys := fstest.MapFS{
 		// A JSON array file; the question a bare list of messages; the
 		// function a lone object; answers paired by line where ids differ.
-		"BFCL_v4_simple_python.json":                   {Data: []byte(`[{"id": "p0", "question": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "x is 1"}], "function": ` + doc + `}]`)},
-		"BFCL_v4_parallel.json":                        {Data: []byte("\n{\"id\": \"q0\", \"question\": [[{\"role\": \"user\", \"content\": \"x 1 and 2\"}]], \"function\": [" + doc + "]}\n\n")},
-		"BFCL_v4_multi_turn_base.json":                 {Data: []byte("{}")},
-		"BFCL_v4_exec_simple.json":                     {Data: []byte("{}")},
-		"README.md":                                    {Data: []byte("not data")},
-		"possible_answer/BFCL_v4_simple_python.json":   {Data: []byte(`{"id": "other_id", "ground_truth": [{"f": {"x": [1]}}]}`)},
-		"possible_answer/BFCL_v4_parallel.json":        {Data: []byte(`{"id": "q0", "ground_truth": [{"f": {"x": [1]}}, {"f": {"x": [2]}}]}`)},
-		"possible_answer/BFCL_v4_multi_turn_base.json": {Data: []byte("{}")},
+		"BFCL_v4_simple_python.json":                           {Data: []byte(`[{"id": "p0", "question": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "x is 1"}], "function": ` + doc + `}]`)},
+		"BFCL_v4_parallel.json":                                {Data: []byte("\n{\"id\": \"q0\", \"question\": [[{\"role\": \"user\", \"content\": \"x 1 and 2\"}]], \"function\": [" + doc + "]}\n\n")},
+		"BFCL_v4_multi_turn_long_context.json":                 {Data: []byte("{}")},
+		"BFCL_v4_exec_simple.json":                             {Data: []byte("{}")},
+		"README.md":                                            {Data: []byte("not data")},
+		"possible_answer/BFCL_v4_simple_python.json":           {Data: []byte(`{"id": "other_id", "ground_truth": [{"f": {"x": [1]}}]}`)},
+		"possible_answer/BFCL_v4_parallel.json":                {Data: []byte(`{"id": "q0", "ground_truth": [{"f": {"x": [1]}}, {"f": {"x": [2]}}]}`)},
+		"possible_answer/BFCL_v4_multi_turn_long_context.json": {Data: []byte("{}")},
 	}
 	ds, err := LoadFS(fsys)
 	if err != nil {
@@ -265,7 +272,7 @@ func TestLoadQuirks(t *testing.T) {
 		"bad line": {fstest.MapFS{"BFCL_v4_irrelevance.json": {Data: []byte("{\"id\": \"i\", \"question\": \"q\", \"function\": []}\n{oops\n")}},
 			"BFCL_v4_irrelevance.json:2: not JSON"},
 		"no id":     {fstest.MapFS{"BFCL_v4_irrelevance.json": {Data: []byte(`{"question": "q", "function": []}`)}}, `:1: the case has no "id"`},
-		"no data":   {fstest.MapFS{"notes.txt": {Data: []byte("x")}}, "no BFCL single-turn data"},
+		"no data":   {fstest.MapFS{"notes.txt": {Data: []byte("x")}}, "no BFCL data"},
 		"bad truth": {fstest.MapFS{"BFCL_v4_parallel.json": fsys["BFCL_v4_parallel.json"], "possible_answer/BFCL_v4_parallel.json": {Data: []byte(`{"id": "q0", "ground_truth": [{"f": [1]}]}`)}}, "the parameters are not an object"},
 	} {
 		_, err := LoadFS(tc.files)

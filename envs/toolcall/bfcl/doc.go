@@ -1,9 +1,12 @@
-// Package bfcl is the Berkeley Function Calling Leaderboard's single-turn
-// categories as the bfcl-v1 kind, scored by BFCL's AST checker written in
-// Go. A case is a question and some function docs; the model answers with
-// function calls (or, where no function fits, with none), and the answer
-// is right or wrong by BFCL's rules. Import the package for its side
-// effects: it registers the kind and the "bfcl" suite format.
+// Package bfcl is the Berkeley Function Calling Leaderboard: its
+// single-turn categories as the bfcl-v1 kind, scored by BFCL's AST checker
+// written in Go, and its multi-turn base category as the
+// bfcl-multiturn-v1 kind, played on BFCL's stateful classes in Go
+// (package multiturn) and scored by BFCL's state and response checks. A
+// single-turn case is a question and some function docs; the model
+// answers with function calls (or, where no function fits, with none),
+// and the answer is right or wrong by BFCL's rules. Import the package for
+// its side effects: it registers both kinds and the "bfcl" suite format.
 //
 // # Episodes
 //
@@ -92,13 +95,48 @@
 //
 // serves every case, its id BFCL's. Loaded categories are simple_python,
 // simple_java, simple_javascript, multiple, parallel, parallel_multiple,
-// irrelevance and their live_ versions (and v3's simple). The multi-turn
-// and agentic categories (multi_turn_*, memory, web_search) execute
-// stateful tools across turns and are out of scope: they are skipped,
-// and listed in Dataset.Skipped. The built-in tasks bfcl-smoke-1 to -6
-// are a small suite written for nextstate in the same format (the smoke
-// folder): simple Python, multiple, parallel, irrelevance, Java and
-// JavaScript.
+// irrelevance and their live_ versions (and v3's simple), and
+// multi_turn_base as bfcl-multiturn-v1 tasks (below). The other
+// multi-turn categories (long_context, miss_func, miss_param) and the
+// agentic ones (memory, web_search) are skipped, and listed in
+// Dataset.Skipped. The built-in tasks bfcl-smoke-1 to -6 are a small
+// suite written for nextstate in the same format (the smoke folder):
+// simple Python, multiple, parallel, irrelevance, Java and JavaScript.
+//
+// # Multi-turn cases (bfcl-multiturn-v1)
+//
+// A multi_turn_base case is a user's turns over stateful APIs: the
+// classes of package multiturn (file system, math, messaging, posting,
+// tickets, trading, travel booking, vehicle control), loaded with the
+// case's initial_config. The reset observation is the first turn's
+// message and the tools are the involved classes' function docs (from
+// multi_turn_func_doc/, less the case's excluded_function), prepared as
+// for single-turn cases. Each call runs on the classes at once and its
+// result is the text BFCL's executor gives, errors included: the kind is
+// toolcall.Config.Unchecked, so unknown names and arguments that do not
+// match a schema reach the class, which answers as BFCL's Python does. A
+// step without a call ends the turn (as BFCL's inference loop does; a
+// step's text is otherwise ignored): the turn is checked and the next
+// turn's message follows, until the last turn terminates the episode. A
+// turn with more than MaxStepsPerTurn (20) calling steps is BFCL's
+// force-quit: the episode is truncated. Every turn is played, whatever
+// the earlier turns' verdicts, as in BFCL.
+//
+// The verifier is BFCL's multi_turn_checker (multiturn.Checker): after
+// each turn, the ground truth's calls of that turn run on their own
+// instances; a turn whose ground truth calls something needs calls of
+// the model, the classes' states must be equal, and every result of the
+// ground truth's calls must be among the model's results of this and the
+// earlier turns. The reward is 1 when every turn passes; the info has
+// "valid", "turns", "turns_done" and, for a failure, BFCL's "error_type"
+// (multi_turn:instance_state_mismatch, ...), the "turn" and a "detail".
+// The oracle plays the ground truth, each turn's calls in one step then
+// the message TurnDone. MultiSmokeTasks are two cases written for
+// nextstate (the smoke_multi folder). Task Data is {"question",
+// "involved_classes", "initial_config", "function"}, Verifier
+// {"category", "ground_truth"}. Score does not read multi-turn answers
+// (their category is not scored); SelfCheck plays the ground truth of
+// every multi-turn case through the checker.
 //
 // # Scoring files
 //

@@ -228,11 +228,15 @@ func LoadTasks(dir string) ([]gym.Task, error) {
 	return ds.Tasks(), nil
 }
 
-// Tasks returns every case as a bfcl-v1 task.
+// Tasks returns every case as a task: single-turn cases of bfcl-v1, then
+// multi-turn cases of bfcl-multiturn-v1.
 func (d *Dataset) Tasks() []gym.Task {
-	out := make([]gym.Task, len(d.Cases))
-	for i, c := range d.Cases {
-		out[i] = c.Task()
+	out := make([]gym.Task, 0, len(d.Cases)+len(d.Multi))
+	for _, c := range d.Cases {
+		out = append(out, c.Task())
+	}
+	for _, c := range d.Multi {
+		out = append(out, c.Task())
 	}
 	return out
 }

@@ -211,18 +211,29 @@ func TestSuiteFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(suite.Tasks) != 1390 {
-		t.Fatalf("%d tasks; want 1390", len(suite.Tasks))
+	if len(suite.Tasks) != 1590 {
+		t.Fatalf("%d tasks; want 1390 single-turn and 200 multi-turn", len(suite.Tasks))
 	}
 	h := newHarness(t)
 	per := map[string]int{}
 	for i := range suite.Tasks {
 		task := suite.Tasks[i]
 		cat := task.Labels["category"]
-		if task.Env != bfcl.KindName || cat == "" || !strings.HasPrefix(task.ID, cat+"_") {
+		kind := bfcl.KindName
+		if cat == "multi_turn_base" {
+			kind = bfcl.MultiKindName
+		}
+		if task.Env != kind || cat == "" || !strings.HasPrefix(task.ID, cat+"_") {
 			t.Fatalf("task %s: env %s, labels %v", task.ID, task.Env, task.Labels)
 		}
 		if per[cat]++; per[cat] > 6 || task.ID == "simple_java_36" {
+			continue
+		}
+		if kind == bfcl.MultiKindName {
+			steps, info := h.playTurns(task, oracleActions(t, &task))
+			if last := steps[len(steps)-1]; !last.Terminated || last.Reward != 1 {
+				t.Errorf("%s: oracle reward %v (%v)", task.ID, last.Reward, info)
+			}
 			continue
 		}
 		_, res, info := h.play(task, oracleAction(t, &task))

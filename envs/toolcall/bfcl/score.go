@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
+	"github.com/nextstate-rl/nextstate/envs/toolcall/bfcl/multiturn"
 )
 
 // ModelAnswer is one line of an answers file: a case id and its answer.
@@ -194,12 +195,21 @@ type Failure struct {
 
 // Score checks answers against the dataset's cases. A category none of
 // whose cases is answered is not scored (CategoryScore.NotScored).
+// Multi-turn cases are not read from answers: their categories are not
+// scored (play them with nextstate run, kind bfcl-multiturn-v1).
 func Score(ds *Dataset, answers []ModelAnswer, source string) *Report {
-	return score(ds, answers, source, func(string) string { return "no answer for any of its cases" })
+	return score(ds, answers, nil, source, func(category string) string {
+		if multiSupported[category] {
+			return "answers of multi-turn cases are not read here: play them with nextstate run (" + MultiKindName + ")"
+		}
+		return "no answer for any of its cases"
+	})
 }
 
-// score is Score with unanswered categories' reason given by whyNone.
-func score(ds *Dataset, answers []ModelAnswer, source string, whyNone func(category string) string) *Report {
+// score is Score with unanswered categories' reason given by whyNone;
+// multi, when not nil, gives a multi-turn case's answer (each turn's
+// calls).
+func score(ds *Dataset, answers []ModelAnswer, multi func(*MultiCase) ([][]multiturn.Call, error), source string, whyNone func(category string) string) *Report {
 	byID := make(map[string]*Answer, len(answers))
 	for i := range answers {
 		byID[answers[i].ID] = &answers[i].Answer
@@ -239,6 +249,36 @@ func score(ds *Dataset, answers []ModelAnswer, source string, whyNone func(categ
 		}
 		cs.Reasons[r.Reason]++
 		cs.Failures = append(cs.Failures, Failure{ID: c.ID, Reason: r.Reason, Detail: r.Detail})
+	}
+	for _, c := range ds.Multi {
+		cs := cats[c.Category]
+		if cs == nil {
+			cs = &CategoryScore{Category: c.Category, Reasons: map[string]int{}}
+			cats[c.Category] = cs
+		}
+		cs.Cases++
+		if multi == nil {
+			cs.Unanswered++
+			continue
+		}
+		cs.Answered++
+		turns, err := multi(c)
+		var f *multiturn.Failure
+		if err == nil {
+			var valid bool
+			if valid, f, err = c.Check(turns); valid {
+				cs.Correct++
+				continue
+			}
+		}
+		r := Failure{ID: c.ID, Reason: "checker_exception"}
+		if err != nil {
+			r.Detail = err.Error()
+		} else {
+			r.Reason, r.Detail = f.ErrorType, fmt.Sprintf("turn %d: %s", f.Turn, f.Message)
+		}
+		cs.Reasons[r.Reason]++
+		cs.Failures = append(cs.Failures, r)
 	}
 	rep.Seconds = time.Since(start).Seconds()
 	names := make([]string, 0, len(cats))
@@ -298,7 +338,8 @@ func (d *Dataset) References() []ModelAnswer {
 // category BFCL publishes no ground truth for (live_relevance: any call
 // passes) has no reference answers and is not scored.
 func SelfCheck(ds *Dataset) *Report {
-	return score(ds, ds.References(), "ground truth", func(category string) string {
+	gt := func(c *MultiCase) ([][]multiturn.Call, error) { return c.groundTruthCalls() }
+	return score(ds, ds.References(), gt, "ground truth", func(category string) string {
 		if !HasGroundTruth(category) {
 			return "BFCL publishes no ground truth for it, so there is no reference answer to score"
 		}
