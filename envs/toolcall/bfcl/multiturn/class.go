@@ -2,6 +2,7 @@ package multiturn
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -51,16 +52,31 @@ func Req(name string) Param          { return Param{Name: name} }
 func Opt(name string, def any) Param { return Param{Name: name, HasDefault: true, Default: def} }
 
 // Exception is a Python exception raised where BFCL's executor catches
-// it: its text is what str(e) gives.
-type Exception struct{ Text string }
+// it: its text is what str(e) gives, and its class (Kind: "TypeError",
+// "ValueError", ...), which a ported method's except clause tests; Raise
+// leaves it "" where no such clause can meet the exception.
+type Exception struct{ Kind, Text string }
 
 func (e *Exception) Error() string { return e.Text }
 
 // Raise makes an Exception from a format.
 func Raise(format string, args ...any) error { return &Exception{Text: fmt.Sprintf(format, args...)} }
 
+// raiseKind makes an Exception of class kind ("TypeError", "ValueError",
+// ...) from a format.
+func raiseKind(kind, format string, args ...any) error {
+	return &Exception{Kind: kind, Text: fmt.Sprintf(format, args...)}
+}
+
+// isExc is whether err is an Exception of one of the classes: what
+// `except (A, B):` catches.
+func isExc(err error, kinds ...string) bool {
+	e, ok := err.(*Exception)
+	return ok && slices.Contains(kinds, e.Kind)
+}
+
 // KeyError is str(KeyError(key)): the key's repr.
-func KeyError(key any) error { return &Exception{Text: pyval.Repr(key)} }
+func KeyError(key any) error { return &Exception{Kind: "KeyError", Text: pyval.Repr(key)} }
 
 // bind binds a call's positional and keyword arguments to m's parameters
 // as Python does, with Python's TypeError messages for a method of class

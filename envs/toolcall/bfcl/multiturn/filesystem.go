@@ -2,7 +2,6 @@ package multiturn
 
 import (
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
@@ -173,10 +172,7 @@ func fsLoad(dir *fsDir, contents any) error {
 }
 
 func (fs *fileSystem) State() *pyval.Dict {
-	d := pyval.NewDict()
-	d.Set("long_context", false)
-	d.Set("root", fsValue(fs.root, nil))
-	return d
+	return dictOf("long_context", false, "root", fsValue(fs.root, nil))
 }
 
 // fsCycle stands for a directory met again inside itself: equal to
@@ -211,66 +207,20 @@ func fsValue(item any, above []*fsEntries) any {
 	return d
 }
 
-// fsOne is a one-key dict result.
-func fsOne(k string, v any) *pyval.Dict {
-	d := pyval.NewDict()
-	d.Set(k, v)
-	return d
-}
-
-func fsErr(msg string) *pyval.Dict { return fsOne("error", msg) }
-
-// fsNoAttr is the AttributeError of calling a str method on another type.
-func fsNoAttr(v any, attr string) error {
-	return Raise("%s object has no attribute %s", pyval.Quote(TypeName(v)), pyval.Quote(attr))
-}
-
-// fsKey is a name as a key of a directory's contents: ok is false for a
-// hashable value of another type (never a key: all keys are strs), and
-// the error is the TypeError of an unhashable one.
-func fsKey(v any) (key string, ok bool, err error) {
-	switch t := v.(type) {
-	case string:
-		return t, true, nil
-	case []any, *pyval.Dict:
-		return "", false, Raise("unhashable type: %s", pyval.Quote(TypeName(v)))
-	}
-	return "", false, nil
-}
-
 // lookup is `name in self._current_dir.contents`, and then the item
 // _get_item gives for it.
 func (fs *fileSystem) lookup(name any) (any, bool, error) {
-	k, ok, err := fsKey(name)
+	k, ok, err := strKey(name)
 	if err != nil || !ok || !fs.cwd.entries.has(k) {
 		return nil, false, err
 	}
 	return fs.cwd.item(k), true, nil
 }
 
-// fsIn is `s in container` for a str s, with Python's TypeError for a
-// container that is not iterable.
-func fsIn(s string, container any) (bool, error) {
-	switch t := container.(type) {
-	case string:
-		return strings.Contains(t, s), nil
-	case []any:
-		for _, e := range t {
-			if pyval.Eq(e, s) {
-				return true, nil
-			}
-		}
-		return false, nil
-	case *pyval.Dict:
-		return t.Has(s), nil
-	}
-	return false, Raise("argument of type %s is not iterable", pyval.Quote(TypeName(container)))
-}
-
 // fsValidName is _validate_file_or_directory_name.
 func fsValidName(name any) (bool, error) {
 	for _, c := range `|/\?%*:"><` {
-		in, err := fsIn(string(c), name)
+		in, err := contains(name, string(c))
 		if err != nil || in {
 			return false, err
 		}
@@ -278,22 +228,12 @@ func fsValidName(name any) (bool, error) {
 	return true, nil
 }
 
-// fsSubIn is `sub in s` for a str s, with Python's TypeError for a sub
-// that is not a str.
-func fsSubIn(sub any, s string) (bool, error) {
-	t, ok := sub.(string)
-	if !ok {
-		return false, Raise("'in <string>' requires string as left operand, not %s", TypeName(sub))
-	}
-	return strings.Contains(s, t), nil
-}
-
 // fsLines is content.splitlines(), with the AttributeError of a content
 // that is not a str.
 func fsLines(content any) ([]string, error) {
 	s, ok := content.(string)
 	if !ok {
-		return nil, fsNoAttr(content, "splitlines")
+		return nil, noAttr(content, "splitlines")
 	}
 	var out []string
 	start, skip := 0, -1
@@ -320,8 +260,7 @@ func fsLines(content any) ([]string, error) {
 func fsWords(content any) (int, error) {
 	s, ok := content.(string)
 	if !ok {
-		return 0, fsNoAttr(content, "split")
+		return 0, noAttr(content, "split")
 	}
-	n := len(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f) }))
-	return n, nil
+	return len(strings.FieldsFunc(s, isSpace)), nil
 }

@@ -47,7 +47,7 @@ func (fs *fileSystem) pwd() *pyval.Dict {
 		names = append(names, d.name)
 	}
 	slices.Reverse(names)
-	return fsOne("current_working_directory", "/"+strings.Join(names, "/"))
+	return dictOf("current_working_directory", "/"+strings.Join(names, "/"))
 }
 
 func (fs *fileSystem) ls(all any) *pyval.Dict {
@@ -57,13 +57,13 @@ func (fs *fileSystem) ls(all any) *pyval.Dict {
 			names = append(names, n)
 		}
 	}
-	return fsOne("current_directory_content", names)
+	return dictOf("current_directory_content", names)
 }
 
 func (fs *fileSystem) cd(folder any) (any, error) {
 	s, ok := folder.(string)
 	if !ok {
-		return nil, fsNoAttr(folder, "rstrip")
+		return nil, noAttr(folder, "rstrip")
 	}
 	s = strings.TrimRight(s, "/")
 	if s == "" {
@@ -72,19 +72,19 @@ func (fs *fileSystem) cd(folder any) (any, error) {
 	switch {
 	case s == "..":
 		if fs.cwd.parent == nil {
-			return fsErr("Current directory is already the root. Cannot go back."), nil
+			return errDict("Current directory is already the root. Cannot go back."), nil
 		}
 		fs.cwd = fs.cwd.parent
 		return pyval.NewDict(), nil
 	case s != "." && s != "/" && strings.Contains(s, "/"):
-		return fsErr("cd: " + s + ": Unsupported path. Only one folder level at a time is supported."), nil
+		return errDict("cd: " + s + ": Unsupported path. Only one folder level at a time is supported."), nil
 	}
 	dir, failed, err := fs.navigate(s)
 	if failed != nil || err != nil {
 		return failed, err
 	}
 	fs.cwd = dir
-	return fsOne("current_working_directory", dir.name), nil
+	return dictOf("current_working_directory", dir.name), nil
 }
 
 // navigate is _navigate_to_directory: the directory at path (None is the
@@ -98,7 +98,7 @@ func (fs *fileSystem) navigate(path any) (*fsDir, *pyval.Dict, error) {
 	}
 	s, ok := path.(string)
 	if !ok {
-		return nil, nil, fsNoAttr(path, "strip")
+		return nil, nil, noAttr(path, "strip")
 	}
 	dir := fs.cwd
 	if strings.HasPrefix(s, "/") {
@@ -107,7 +107,7 @@ func (fs *fileSystem) navigate(path any) (*fsDir, *pyval.Dict, error) {
 	for _, name := range strings.Split(strings.Trim(s, "/"), "/") {
 		next, ok := dir.item(name).(*fsDir)
 		if !ok {
-			return nil, fsErr("cd: '" + s + "': No such file or directory"), nil
+			return nil, errDict("cd: '" + s + "': No such file or directory"), nil
 		}
 		dir = next
 	}
@@ -121,14 +121,14 @@ func (fs *fileSystem) create(cmd, what string, name any) (any, error) {
 		return nil, err
 	}
 	if !valid {
-		return fsErr(fmt.Sprintf("%s: %s '%s': Invalid character", cmd, what, Str(name))), nil
+		return errDict(fmt.Sprintf("%s: %s '%s': Invalid character", cmd, what, Str(name))), nil
 	}
 	_, exists, err := fs.lookup(name)
 	if err != nil {
 		return nil, err
 	}
 	if exists {
-		return fsErr(fmt.Sprintf("%s: %s '%s': File exists", cmd, what, Str(name))), nil
+		return errDict(fmt.Sprintf("%s: %s '%s': File exists", cmd, what, Str(name))), nil
 	}
 	k := name.(string) // a name that passed both checks is a str
 	if cmd == "mkdir" {
@@ -141,24 +141,24 @@ func (fs *fileSystem) create(cmd, what string, name any) (any, error) {
 
 func (fs *fileSystem) echo(content, fileName any) (any, error) {
 	if fileName == nil {
-		return fsOne("terminal_output", content), nil
+		return dictOf("terminal_output", content), nil
 	}
 	valid, err := fsValidName(fileName)
 	if err != nil {
 		return nil, err
 	}
 	if !valid {
-		return fsErr("echo: cannot write to '" + Str(fileName) + "': Invalid character"), nil
+		return errDict("echo: cannot write to '" + Str(fileName) + "': Invalid character"), nil
 	}
 	if !Truthy(fileName) {
-		return fsOne("terminal_output", content), nil
+		return dictOf("terminal_output", content), nil
 	}
 	item, exists, err := fs.lookup(fileName)
 	if err != nil {
 		return nil, err
 	}
 	if !exists {
-		return fsErr("echo: cannot write to '" + Str(fileName) + "': No such file"), nil
+		return errDict("echo: cannot write to '" + Str(fileName) + "': No such file"), nil
 	}
 	f, ok := item.(*fsFile)
 	if !ok {
@@ -174,19 +174,19 @@ func (fs *fileSystem) cat(fileName any) (any, error) {
 		return nil, err
 	}
 	if !valid {
-		return fsErr("cat: '" + Str(fileName) + "': Invalid character"), nil
+		return errDict("cat: '" + Str(fileName) + "': Invalid character"), nil
 	}
 	item, exists, err := fs.lookup(fileName)
 	switch {
 	case err != nil:
 		return nil, err
 	case !exists:
-		return fsErr("cat: '" + Str(fileName) + "': No such file or directory"), nil
+		return errDict("cat: '" + Str(fileName) + "': No such file or directory"), nil
 	}
 	if f, ok := item.(*fsFile); ok {
-		return fsOne("file_content", f.content), nil
+		return dictOf("file_content", f.content), nil
 	}
-	return fsErr("cat: '" + Str(fileName) + "': Is a directory"), nil
+	return errDict("cat: '" + Str(fileName) + "': Is a directory"), nil
 }
 
 func (fs *fileSystem) find(path, name any) (any, error) {
@@ -197,13 +197,13 @@ func (fs *fileSystem) find(path, name any) (any, error) {
 	if failed != nil {
 		msg, _ := failed.Value("error").(string)
 		if strings.HasPrefix(msg, "cd:") {
-			return fsErr("find:" + msg[len("cd:"):]), nil
+			return errDict("find:" + msg[len("cd:"):]), nil
 		}
 		return failed, nil
 	}
 	base, ok := path.(string)
 	if !ok {
-		return nil, fsNoAttr(path, "rstrip")
+		return nil, noAttr(path, "rstrip")
 	}
 	matches := []any{}
 	var search func(d *fsDir, base string, above []*fsEntries) error
@@ -216,7 +216,7 @@ func (fs *fileSystem) find(path, name any) (any, error) {
 			p := base + "/" + n
 			if name == nil {
 				matches = append(matches, p)
-			} else if in, err := fsSubIn(name, n); err != nil {
+			} else if in, err := contains(n, name); err != nil {
 				return err
 			} else if in {
 				matches = append(matches, p)
@@ -232,7 +232,7 @@ func (fs *fileSystem) find(path, name any) (any, error) {
 	if err := search(dir, strings.TrimRight(base, "/"), nil); err != nil {
 		return nil, err
 	}
-	return fsOne("matches", matches), nil
+	return dictOf("matches", matches), nil
 }
 
 // file is the File a name of the current directory holds, or nil (a
@@ -245,14 +245,14 @@ func (fs *fileSystem) file(name any) (*fsFile, error) {
 
 func (fs *fileSystem) wc(fileName, mode any) (any, error) {
 	if mode != "l" && mode != "w" && mode != "c" {
-		return fsErr("wc: invalid mode '" + Str(mode) + "'"), nil
+		return errDict("wc: invalid mode '" + Str(mode) + "'"), nil
 	}
 	f, err := fs.file(fileName)
 	if err != nil {
 		return nil, err
 	}
 	if f == nil {
-		return fsErr("wc: " + Str(fileName) + ": No such file or directory"), nil
+		return errDict("wc: " + Str(fileName) + ": No such file or directory"), nil
 	}
 	var n int
 	unit := "characters"
@@ -280,9 +280,7 @@ func (fs *fileSystem) wc(fileName, mode any) (any, error) {
 			return nil, Raise("object of type %s has no len()", pyval.Quote(TypeName(t)))
 		}
 	}
-	d := fsOne("count", int64(n))
-	d.Set("type", unit)
-	return d, nil
+	return dictOf("count", int64(n), "type", unit), nil
 }
 
 func (fs *fileSystem) sort(fileName any) (any, error) {
@@ -291,14 +289,14 @@ func (fs *fileSystem) sort(fileName any) (any, error) {
 		return nil, err
 	}
 	if f == nil {
-		return fsErr("sort: " + Str(fileName) + ": No such file or directory"), nil
+		return errDict("sort: " + Str(fileName) + ": No such file or directory"), nil
 	}
 	lines, err := fsLines(f.content)
 	if err != nil {
 		return nil, err
 	}
 	slices.Sort(lines) // UTF-8 byte order is code point order
-	return fsOne("sorted_content", strings.Join(lines, "\n")), nil
+	return dictOf("sorted_content", strings.Join(lines, "\n")), nil
 }
 
 func (fs *fileSystem) grep(fileName, pattern any) (any, error) {
@@ -307,7 +305,7 @@ func (fs *fileSystem) grep(fileName, pattern any) (any, error) {
 		return nil, err
 	}
 	if f == nil {
-		return fsErr("grep: " + Str(fileName) + ": No such file or directory"), nil
+		return errDict("grep: " + Str(fileName) + ": No such file or directory"), nil
 	}
 	lines, err := fsLines(f.content)
 	if err != nil {
@@ -315,7 +313,7 @@ func (fs *fileSystem) grep(fileName, pattern any) (any, error) {
 	}
 	matching := []any{}
 	for _, l := range lines {
-		in, err := fsSubIn(pattern, l)
+		in, err := contains(l, pattern)
 		if err != nil {
 			return nil, err
 		}
@@ -323,7 +321,7 @@ func (fs *fileSystem) grep(fileName, pattern any) (any, error) {
 			matching = append(matching, l)
 		}
 	}
-	return fsOne("matching_lines", matching), nil
+	return dictOf("matching_lines", matching), nil
 }
 
 func (fs *fileSystem) du(humanReadable any) (any, error) {
@@ -333,7 +331,7 @@ func (fs *fileSystem) du(humanReadable any) (any, error) {
 		case *fsFile:
 			s, ok := t.content.(string)
 			if !ok {
-				return 0, fsNoAttr(t.content, "encode")
+				return 0, noAttr(t.content, "encode")
 			}
 			return int64(len(s)), nil
 		case *fsDir:
@@ -358,16 +356,16 @@ func (fs *fileSystem) du(humanReadable any) (any, error) {
 		return nil, err
 	}
 	if !Truthy(humanReadable) {
-		return fsOne("disk_usage", fmt.Sprintf("%d bytes", total)), nil
+		return dictOf("disk_usage", fmt.Sprintf("%d bytes", total)), nil
 	}
 	x := float64(total)
 	for _, unit := range []string{"B", "KB", "MB", "GB", "TB"} {
 		if x < 1024 {
-			return fsOne("disk_usage", fmt.Sprintf("%.2f %s", x, unit)), nil
+			return dictOf("disk_usage", fmt.Sprintf("%.2f %s", x, unit)), nil
 		}
 		x /= 1024
 	}
-	return fsOne("disk_usage", fmt.Sprintf("%.2f PB", x)), nil
+	return dictOf("disk_usage", fmt.Sprintf("%.2f PB", x)), nil
 }
 
 func (fs *fileSystem) tail(fileName, lines any) (any, error) {
@@ -376,7 +374,7 @@ func (fs *fileSystem) tail(fileName, lines any) (any, error) {
 		return nil, err
 	}
 	if f == nil {
-		return fsErr("tail: " + Str(fileName) + ": No such file or directory"), nil
+		return errDict("tail: " + Str(fileName) + ": No such file or directory"), nil
 	}
 	content, err := fsLines(f.content)
 	if err != nil {
@@ -408,11 +406,11 @@ func (fs *fileSystem) tail(fileName, lines any) (any, error) {
 		start = max(start+n, 0)
 	}
 	start = min(start, n)
-	return fsOne("last_lines", strings.Join(content[start:], "\n")), nil
+	return dictOf("last_lines", strings.Join(content[start:], "\n")), nil
 }
 
 func (fs *fileSystem) diff(name1, name2 any) (any, error) {
-	missing := fsErr("diff: " + Str(name1) + " or " + Str(name2) + ": No such file or directory")
+	missing := errDict("diff: " + Str(name1) + " or " + Str(name2) + ": No such file or directory")
 	item1, in1, err := fs.lookup(name1)
 	if err != nil || !in1 {
 		return fsMissingOr(missing, err)
@@ -440,7 +438,7 @@ func (fs *fileSystem) diff(name1, name2 any) (any, error) {
 			out = append(out, "- "+lines1[i]+"\n+ "+lines2[i])
 		}
 	}
-	return fsOne("diff_lines", strings.Join(out, "\n")), nil
+	return dictOf("diff_lines", strings.Join(out, "\n")), nil
 }
 
 func fsMissingOr(missing *pyval.Dict, err error) (any, error) {
@@ -466,14 +464,14 @@ func (fs *fileSystem) transfer(cmd string, source, dest any) (any, error) {
 		return nil, err
 	}
 	if !exists {
-		return fsErr(fmt.Sprintf("%s: cannot %s '%s': No such file or directory", cmd, verb, src)), nil
+		return errDict(fmt.Sprintf("%s: cannot %s '%s': No such file or directory", cmd, verb, src)), nil
 	}
-	slash, err := fsIn("/", dest)
+	slash, err := contains(dest, "/")
 	if err != nil {
 		return nil, err
 	}
 	if slash {
-		return fsErr(cmd + ": path not allowed in destination. Provide only a file or directory name."), nil
+		return errDict(cmd + ": path not allowed in destination. Provide only a file or directory name."), nil
 	}
 	target, destExists, err := fs.lookup(dest)
 	if err != nil {
@@ -484,12 +482,12 @@ func (fs *fileSystem) transfer(cmd string, source, dest any) (any, error) {
 	if destExists {
 		d, ok := target.(*fsDir)
 		if !ok {
-			return fsErr(fmt.Sprintf("%s: cannot %s '%s' to '%s': Not a directory", cmd, verb, src, Str(dest))), nil
+			return errDict(fmt.Sprintf("%s: cannot %s '%s' to '%s': Not a directory", cmd, verb, src, Str(dest))), nil
 		}
 		// mv refuses a name the directory has; cp looks for "dest/source",
 		// which is never there, and fails in _add_file or _add_directory.
 		if cmd == "mv" && d.entries.has(key) {
-			return fsErr(fmt.Sprintf("mv: cannot move '%s' to '%s/%s': File exists", src, Str(dest), src)), nil
+			return errDict(fmt.Sprintf("mv: cannot move '%s' to '%s/%s': File exists", src, Str(dest), src)), nil
 		}
 		into, name = d, key
 	} else {
@@ -517,7 +515,7 @@ func (fs *fileSystem) transfer(cmd string, source, dest any) (any, error) {
 	if destExists {
 		to = Str(dest) + "/" + src
 	}
-	return fsOne("result", fmt.Sprintf("'%s' %s to '%s'", src, done, to)), nil
+	return dictOf("result", fmt.Sprintf("'%s' %s to '%s'", src, done, to)), nil
 }
 
 func (fs *fileSystem) rm(fileName any) (any, error) {
@@ -526,10 +524,10 @@ func (fs *fileSystem) rm(fileName any) (any, error) {
 		return nil, err
 	}
 	if !exists {
-		return fsErr("rm: cannot remove '" + Str(fileName) + "': No such file or directory"), nil
+		return errDict("rm: cannot remove '" + Str(fileName) + "': No such file or directory"), nil
 	}
 	fs.cwd.entries.pop(fileName.(string))
-	return fsOne("result", "'"+Str(fileName)+"' removed"), nil
+	return dictOf("result", "'"+Str(fileName)+"' removed"), nil
 }
 
 func (fs *fileSystem) rmdir(dirName any) (any, error) {
@@ -539,15 +537,15 @@ func (fs *fileSystem) rmdir(dirName any) (any, error) {
 	}
 	name := Str(dirName)
 	if !exists {
-		return fsErr("rmdir: cannot remove '" + name + "': No such file or directory"), nil
+		return errDict("rmdir: cannot remove '" + name + "': No such file or directory"), nil
 	}
 	d, ok := item.(*fsDir)
 	switch {
 	case !ok:
-		return fsErr("rmdir: cannot remove '" + name + "': Not a directory"), nil
+		return errDict("rmdir: cannot remove '" + name + "': Not a directory"), nil
 	case len(d.entries.names) > 0:
-		return fsErr("rmdir: cannot remove '" + name + "': Directory not empty"), nil
+		return errDict("rmdir: cannot remove '" + name + "': Directory not empty"), nil
 	}
 	fs.cwd.entries.pop(name)
-	return fsOne("result", "'"+name+"' removed"), nil
+	return dictOf("result", "'"+name+"' removed"), nil
 }

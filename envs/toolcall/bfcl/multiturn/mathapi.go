@@ -53,10 +53,8 @@ func mathResult(v any) (any, error) {
 	case mathDecimal:
 		return "{'result': Decimal('" + t.String() + "')}", nil
 	}
-	return oneKey("result", v), nil
+	return dictOf("result", v), nil
 }
-
-func mathError(msg string) (any, error) { return errDict(msg), nil }
 
 // mathCatch turns the exceptions a method catches into its error dict and
 // lets the others through.
@@ -64,8 +62,8 @@ func mathCatch(v any, err error, msg string, kinds ...string) (any, error) {
 	if err == nil {
 		return mathResult(v)
 	}
-	if mathIsExc(err, kinds...) {
-		return mathError(msg)
+	if isExc(err, kinds...) {
+		return errDict(msg), nil
 	}
 	return nil, err
 }
@@ -76,9 +74,9 @@ const (
 )
 
 func (m *mathAPI) Methods() []Method {
-	binary := func(name string, op func(a, b any) (any, error)) Method {
+	binary := func(name, op string) Method {
 		return Method{Name: name, Params: []Param{Req("a"), Req("b")}, Call: func(a []any) (any, error) {
-			v, err := op(a[0], a[1])
+			v, err := arith(op, a[0], a[1])
 			return mathCatch(v, err, mathBothNumbers, "TypeError")
 		}}
 	}
@@ -88,14 +86,14 @@ func (m *mathAPI) Methods() []Method {
 		}},
 		{Name: "mean", Params: []Param{Req("numbers")}, Call: func(a []any) (any, error) {
 			if !Truthy(a[0]) {
-				return mathError("Cannot calculate mean of an empty list")
+				return errDict("Cannot calculate mean of an empty list"), nil
 			}
 			v, err := mathMean(a[0])
 			return mathCatch(v, err, mathAllNumbers, "TypeError")
 		}},
 		{Name: "standard_deviation", Params: []Param{Req("numbers")}, Call: func(a []any) (any, error) {
 			if !Truthy(a[0]) {
-				return mathError("Cannot calculate standard deviation of an empty list")
+				return errDict("Cannot calculate standard deviation of an empty list"), nil
 			}
 			v, err := mathStdDev(a[0])
 			return mathCatch(v, err, mathAllNumbers, "TypeError")
@@ -106,20 +104,20 @@ func (m *mathAPI) Methods() []Method {
 		{Name: "imperial_si_conversion", Params: []Param{Req("value"), Req("unit_in"), Req("unit_out")}, Call: func(a []any) (any, error) {
 			return mathImperialConversion(a[0], a[1], a[2])
 		}},
-		binary("add", mathAdd),
-		binary("subtract", mathSub),
+		binary("add", "+"),
+		binary("subtract", "-"),
 		{Name: "multiply", Params: []Param{Req("a"), Req("b")}, Call: func(a []any) (any, error) {
-			if !mathIsNum(a[0]) || !mathIsNum(a[1]) {
-				return mathError(mathBothNumbers)
+			if !isNum(a[0]) || !isNum(a[1]) {
+				return errDict(mathBothNumbers), nil
 			}
-			v, err := mathMul(a[0], a[1])
+			v, err := arith("*", a[0], a[1])
 			return mathCatch(v, err, mathBothNumbers, "TypeError")
 		}},
 		{Name: "divide", Params: []Param{Req("a"), Req("b")}, Call: func(a []any) (any, error) {
 			if pyval.Eq(a[1], int64(0)) {
-				return mathError("Cannot divide by zero")
+				return errDict("Cannot divide by zero"), nil
 			}
-			v, err := mathDiv(a[0], a[1])
+			v, err := arith("/", a[0], a[1])
 			return mathCatch(v, err, mathBothNumbers, "TypeError")
 		}},
 		{Name: "power", Params: []Param{Req("base"), Req("exponent")}, Call: func(a []any) (any, error) {
@@ -134,7 +132,7 @@ func (m *mathAPI) Methods() []Method {
 			return mathCatch(v, err, "Input must be a number or computation resulted in an invalid operation", "TypeError", "InvalidOperation")
 		}},
 		{Name: "absolute_value", Params: []Param{Req("number")}, Call: func(a []any) (any, error) {
-			v, err := mathAbs(a[0])
+			v, err := absOf(a[0])
 			return mathCatch(v, err, "Input must be a number", "TypeError")
 		}},
 		{Name: "round_number", Params: []Param{Req("number"), Opt("decimal_places", int64(0))}, Call: func(a []any) (any, error) {
@@ -143,31 +141,31 @@ func (m *mathAPI) Methods() []Method {
 		}},
 		{Name: "percentage", Params: []Param{Req("part"), Req("whole")}, Call: func(a []any) (any, error) {
 			if pyval.Eq(a[1], int64(0)) {
-				return mathError("Whole value cannot be zero")
+				return errDict("Whole value cannot be zero"), nil
 			}
-			v, err := mathDiv(a[0], a[1])
+			v, err := arith("/", a[0], a[1])
 			if err == nil {
-				v, err = mathMul(v, int64(100))
+				v, err = arith("*", v, int64(100))
 			}
 			return mathCatch(v, err, mathBothNumbers, "TypeError")
 		}},
 		{Name: "min_value", Params: []Param{Req("numbers")}, Call: func(a []any) (any, error) {
 			if !Truthy(a[0]) {
-				return mathError("Cannot find minimum of an empty list")
+				return errDict("Cannot find minimum of an empty list"), nil
 			}
 			v, err := mathExtreme(a[0], "<")
 			return mathCatch(v, err, mathAllNumbers, "TypeError")
 		}},
 		{Name: "max_value", Params: []Param{Req("numbers")}, Call: func(a []any) (any, error) {
 			if !Truthy(a[0]) {
-				return mathError("Cannot find maximum of an empty list")
+				return errDict("Cannot find maximum of an empty list"), nil
 			}
 			v, err := mathExtreme(a[0], ">")
 			return mathCatch(v, err, mathAllNumbers, "TypeError")
 		}},
 		{Name: "sum_values", Params: []Param{Req("numbers")}, Call: func(a []any) (any, error) {
 			if !Truthy(a[0]) {
-				return mathError("Cannot calculate sum of an empty list")
+				return errDict("Cannot calculate sum of an empty list"), nil
 			}
 			v, err := mathSum(a[0])
 			return mathCatch(v, err, mathAllNumbers, "TypeError")
@@ -200,7 +198,7 @@ func mathLogarithm(value, base, precision any) (any, error) {
 		return "{'result': " + mathMpRepr(q, prec) + "}", nil
 	}()
 	if err != nil {
-		return mathError(err.Error())
+		return errDict(err.Error()), nil
 	}
 	return r, nil
 }
@@ -211,7 +209,7 @@ func mathMean(numbers any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return mathDiv(s, int64(len(numbers.([]any))))
+	return arith("/", s, int64(len(numbers.([]any))))
 }
 
 // mathStdDev is the population standard deviation, as the Python sums
@@ -224,7 +222,7 @@ func mathStdDev(numbers any) (any, error) {
 	list := numbers.([]any)
 	var acc any = int64(0)
 	for _, x := range list {
-		d, err := mathSub(x, mean)
+		d, err := arith("-", x, mean)
 		if err != nil {
 			return nil, err
 		}
@@ -232,17 +230,17 @@ func mathStdDev(numbers any) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if acc, err = mathAdd(acc, sq); err != nil {
+		if acc, err = arith("+", acc, sq); err != nil {
 			return nil, err
 		}
 	}
-	variance, err := mathDiv(acc, int64(len(list)))
+	variance, err := arith("/", acc, int64(len(list)))
 	if err != nil {
 		return nil, err
 	}
 	f := variance.(float64)
 	if f < 0 {
-		return nil, mathRaise("ValueError", "math domain error")
+		return nil, raiseKind("ValueError", "math domain error")
 	}
 	return math.Sqrt(f), nil
 }
@@ -251,8 +249,8 @@ func mathStdDev(numbers any) (any, error) {
 var mathSIFactors = map[string]any{"km": int64(1000), "m": int64(1), "cm": 0.01, "mm": 0.001, "um": 1e-6, "nm": 1e-9}
 
 func mathSIConversion(value, unitIn, unitOut any) (any, error) {
-	if !mathIsNum(value) {
-		return mathError("Value must be a number")
+	if !isNum(value) {
+		return errDict("Value must be a number"), nil
 	}
 	in, inOK, err := mathSIFactor(unitIn)
 	if err != nil {
@@ -266,19 +264,19 @@ func mathSIConversion(value, unitIn, unitOut any) (any, error) {
 		}
 	}
 	if !inOK || !outOK {
-		return mathError("Conversion from '" + Str(unitIn) + "' to '" + Str(unitOut) + "' is not supported")
+		return errDict("Conversion from '" + Str(unitIn) + "' to '" + Str(unitOut) + "' is not supported"), nil
 	}
 	// from_meters: 1 / factor, a float division
-	inv, _ := mathDiv(int64(1), out)
-	meters, err := mathMul(value, in)
+	inv, _ := arith("/", int64(1), out)
+	meters, err := arith("*", value, in)
 	if err == nil {
 		var v any
-		if v, err = mathMul(meters, inv); err == nil {
+		if v, err = arith("*", meters, inv); err == nil {
 			return mathResult(v)
 		}
 	}
-	if mathIsExc(err, "OverflowError") {
-		return mathError("Conversion resulted in a value too large to represent")
+	if isExc(err, "OverflowError") {
+		return errDict("Conversion resulted in a value too large to represent"), nil
 	}
 	return nil, err
 }
@@ -286,13 +284,9 @@ func mathSIConversion(value, unitIn, unitOut any) (any, error) {
 // mathSIFactor looks a unit up as `unit in to_meters` does: an
 // unhashable unit raises TypeError.
 func mathSIFactor(unit any) (any, bool, error) {
-	switch unit.(type) {
-	case []any, *pyval.Dict:
-		return nil, false, mathRaise("TypeError", "unhashable type: %s", pyval.Quote(TypeName(unit)))
-	}
-	s, ok := unit.(string)
+	s, ok, err := strKey(unit)
 	if !ok {
-		return nil, false, nil
+		return nil, false, err
 	}
 	f, ok := mathSIFactors[s]
 	return f, ok, nil
@@ -309,8 +303,8 @@ var mathImperialFactors = map[string]float64{
 }
 
 func mathImperialConversion(value, unitIn, unitOut any) (any, error) {
-	if !mathIsNum(value) {
-		return mathError("Value must be a number")
+	if !isNum(value) {
+		return errDict("Value must be a number"), nil
 	}
 	if pyval.Eq(unitIn, unitOut) {
 		return mathResult(value)
@@ -320,29 +314,29 @@ func mathImperialConversion(value, unitIn, unitOut any) (any, error) {
 	if f, ok := mathImperialFactors[key]; ok {
 		factor = f
 	} else if key == "fahrenheit_to_celsius" {
-		factor, _ = mathDiv(int64(5), int64(9))
+		factor, _ = arith("/", int64(5), int64(9))
 	} else {
-		return mathError("Conversion from '" + Str(unitIn) + "' to '" + Str(unitOut) + "' is not supported")
+		return errDict("Conversion from '" + Str(unitIn) + "' to '" + Str(unitOut) + "' is not supported"), nil
 	}
 	var v any
 	var err error
 	switch {
 	case unitIn == "celsius" && unitOut == "fahrenheit":
-		if v, err = mathMul(value, factor); err == nil {
-			v, err = mathAdd(v, int64(32))
+		if v, err = arith("*", value, factor); err == nil {
+			v, err = arith("+", v, int64(32))
 		}
 	case unitIn == "fahrenheit" && unitOut == "celsius":
-		if v, err = mathSub(value, int64(32)); err == nil {
-			v, err = mathMul(v, factor)
+		if v, err = arith("-", value, int64(32)); err == nil {
+			v, err = arith("*", v, factor)
 		}
 	default:
-		v, err = mathMul(value, factor)
+		v, err = arith("*", value, factor)
 	}
 	if err == nil {
 		return mathResult(v)
 	}
-	if mathIsExc(err, "OverflowError") {
-		return mathError("Conversion resulted in a value too large to represent")
+	if isExc(err, "OverflowError") {
+		return errDict("Conversion resulted in a value too large to represent"), nil
 	}
 	return nil, err
 }
@@ -353,27 +347,22 @@ const mathDecimalMaxPrec = 1000000
 // mathSquareRoot is square_root's body: number < 0, the context's
 // precision set, Decimal(number).sqrt().
 func mathSquareRoot(number, precision any) (any, error) {
-	var neg bool
-	if f, ok := number.(float64); ok {
-		neg = f < 0 // NaN too
-	} else {
-		var err error
-		if neg, err = Compare("<", number, int64(0)); err != nil {
-			return nil, &mathExc{kind: "TypeError", text: err.Error()}
-		}
+	neg, err := Compare("<", number, int64(0))
+	if err != nil {
+		return nil, err
 	}
 	if neg {
 		return errDict("Cannot calculate square root of a negative number"), nil
 	}
-	if !mathIsInt(precision) {
-		return nil, mathRaise("TypeError", "an integer is required")
+	if !isInt(precision) {
+		return nil, raiseKind("TypeError", "an integer is required")
 	}
-	p := mathBig(precision)
+	p := pyval.BigOf(precision)
 	switch {
 	case !p.IsInt64():
-		return nil, mathRaise("OverflowError", "Python int too large to convert to C ssize_t")
+		return nil, raiseKind("OverflowError", "Python int too large to convert to C ssize_t")
 	case p.Sign() <= 0 || p.Cmp(big.NewInt(999999999999999999)) > 0:
-		return nil, mathRaise("ValueError", "valid range for prec is [1, MAX_PREC]")
+		return nil, raiseKind("ValueError", "valid range for prec is [1, MAX_PREC]")
 	case p.Int64() > mathDecimalMaxPrec:
 		return nil, mathErrMemory
 	}
@@ -383,7 +372,7 @@ func mathSquareRoot(number, precision any) (any, error) {
 // mathExtreme is min() (op "<") or max() (op ">") of an iterable: the
 // first item no later item is op than.
 func mathExtreme(numbers any, op string) (any, error) {
-	items, err := mathIter(numbers)
+	items, err := iterate(numbers)
 	if err != nil {
 		return nil, err
 	}
@@ -391,7 +380,7 @@ func mathExtreme(numbers any, op string) (any, error) {
 	for _, x := range items[1:] {
 		better, err := Compare(op, x, best)
 		if err != nil {
-			return nil, &mathExc{kind: "TypeError", text: err.Error()}
+			return nil, err
 		}
 		if better {
 			best = x

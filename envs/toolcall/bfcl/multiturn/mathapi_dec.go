@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/big"
 	"strings"
+
+	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
 )
 
 // MathAPI's square_root runs on the decimal module: getcontext().prec =
@@ -26,8 +28,8 @@ type mathDecimal struct {
 func mathDecimalOf(v any) mathDecimal {
 	f, ok := v.(float64)
 	if !ok {
-		n := mathBig(v)
-		return mathDecimal{neg: n.Sign() < 0, coef: n.Abs(n)}
+		n := pyval.BigOf(v)
+		return mathDecimal{neg: n.Sign() < 0, coef: new(big.Int).Abs(n)}
 	}
 	d := mathDecimal{neg: math.Signbit(f)}
 	switch {

@@ -184,7 +184,7 @@ func mathMpDiv(s, t mathMpf, prec uint, rnd big.RoundingMode) (mathMpf, error) {
 	}
 	if s.zero() {
 		if t.zero() {
-			return mathMpf{}, mathRaise("ZeroDivisionError", "")
+			return mathMpf{}, raiseKind("ZeroDivisionError", "")
 		}
 		if t.nan() {
 			return mathMpNan, nil
@@ -192,7 +192,7 @@ func mathMpDiv(s, t mathMpf, prec uint, rnd big.RoundingMode) (mathMpf, error) {
 		return mathMpInt(0), nil
 	}
 	if t.zero() {
-		return mathMpf{}, mathRaise("ZeroDivisionError", "")
+		return mathMpf{}, raiseKind("ZeroDivisionError", "")
 	}
 	if s.special() && t.special() || s.nan() || t.nan() {
 		return mathMpNan, nil

@@ -5,7 +5,7 @@ import (
 	"math/big"
 	"regexp"
 	"strings"
-	"unicode"
+	"unicode/utf8"
 
 	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
 )
@@ -17,17 +17,17 @@ import (
 // mathMpDps is `mpmath.mp.dps = precision`: the context's precision in
 // bits, dps_to_prec(int(precision)), or int()'s exception.
 func mathMpDps(precision any) (uint, error) {
-	n, err := mathPyInt(precision)
+	n, err := toInt(precision)
 	if err != nil {
 		return 0, err
 	}
-	f, err := mathFloat(new(big.Int).Add(n, big.NewInt(1)))
+	f, err := toFloat(new(big.Int).Add(n, big.NewInt(1)))
 	if err != nil {
 		return 0, err
 	}
 	bits := f * 3.3219280948873626
 	if math.IsInf(bits, 0) {
-		return 0, mathRaise("OverflowError", "cannot convert float infinity to integer")
+		return 0, raiseKind("OverflowError", "cannot convert float infinity to integer")
 	}
 	bits = math.RoundToEven(bits)
 	switch {
@@ -35,7 +35,7 @@ func mathMpDps(precision any) (uint, error) {
 		return 1, nil
 	case bits > 6.5e19:
 		// mpmath shifts an int by about that many bits
-		return 0, mathRaise("OverflowError", "too many digits in integer")
+		return 0, raiseKind("OverflowError", "too many digits in integer")
 	case bits > mathMpMaxPrec:
 		return 0, mathErrMemory
 	}
@@ -48,14 +48,14 @@ func mathMpDps(precision any) (uint, error) {
 const mathMpMaxPrec = 100000
 
 // mathErrMemory is MemoryError(), whose text is empty.
-var mathErrMemory = &mathExc{kind: "MemoryError"}
+var mathErrMemory = &Exception{Kind: "MemoryError"}
 
 // mathMpConvert is mpmath's convert(x) at precision prec (the context's):
 // numbers exactly, strings as decimal or complex literals.
 func mathMpConvert(x any, prec uint) (mathMp, error) {
 	switch t := x.(type) {
 	case bool, int64, *big.Int:
-		return mathMp{r: mathMpFin(new(big.Float).SetInt(mathBig(t)))}, nil
+		return mathMp{r: mathMpFin(new(big.Float).SetInt(pyval.BigOf(t)))}, nil
 	case float64:
 		switch {
 		case math.IsNaN(t):
@@ -69,14 +69,14 @@ func mathMpConvert(x any, prec uint) (mathMp, error) {
 		if err == nil {
 			return mathMp{r: r}, nil
 		}
-		if !mathIsExc(err, "ValueError") {
+		if !isExc(err, "ValueError") {
 			return mathMp{}, err
 		}
 		if l := pyval.Lower(t); strings.Contains(l, "j") {
 			return mathMpComplex(strings.ReplaceAll(l, " ", ""), prec)
 		}
 	}
-	return mathMp{}, mathRaise("TypeError", "cannot create mpf from %s", pyval.Repr(x))
+	return mathMp{}, raiseKind("TypeError", "cannot create mpf from %s", pyval.Repr(x))
 }
 
 // mathMpComplexRe is mpmath's get_complex pattern; Python's $ also
@@ -87,7 +87,7 @@ var mathMpComplexRe = regexp.MustCompile(`^\(?(?P<re>[\+\-]?\d*(\.\d*)?(e[\+\-]?
 func mathMpComplex(x string, prec uint) (mathMp, error) {
 	m := mathMpComplexRe.FindStringSubmatchIndex(x)
 	if m == nil {
-		return mathMp{}, mathRaise("AttributeError", "'NoneType' object has no attribute 'group'")
+		return mathMp{}, noAttr(nil, "group")
 	}
 	group := func(name string) (string, bool) {
 		i := mathMpComplexRe.SubexpIndex(name)
@@ -102,7 +102,7 @@ func mathMpComplex(x string, prec uint) (mathMp, error) {
 	}
 	im, ok := group("im")
 	if !ok {
-		return mathMp{}, mathRaise("AttributeError", "'NoneType' object has no attribute 'rstrip'")
+		return mathMp{}, noAttr(nil, "rstrip")
 	}
 	im = strings.TrimRight(im, "j")
 	r, err := mathMpConvert(re, prec)
@@ -117,9 +117,7 @@ func mathMpComplex(x string, prec uint) (mathMp, error) {
 }
 
 // mathPyStrip is str.strip().
-func mathPyStrip(s string) string {
-	return strings.TrimFunc(s, func(r rune) bool { return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f })
-}
+func mathPyStrip(s string) string { return strings.TrimFunc(s, isSpace) }
 
 // mathMpFromStr is mpmath's from_str(x, prec, round_nearest); a
 // ValueError means x is no number literal.
@@ -136,13 +134,13 @@ func mathMpFromStr(x string, prec uint) (mathMpf, error) {
 	if strings.Contains(x, "/") {
 		parts := strings.Split(x, "/")
 		if len(parts) != 2 {
-			return mathMpf{}, mathRaise("ValueError", "too many values to unpack")
+			return mathMpf{}, raiseKind("ValueError", "too many values to unpack")
 		}
-		p, err := mathPyInt(strings.TrimRight(parts[0], "l"))
+		p, err := toInt(strings.TrimRight(parts[0], "l"))
 		if err != nil {
 			return mathMpf{}, err
 		}
-		q, err := mathPyInt(strings.TrimRight(parts[1], "l"))
+		q, err := toInt(strings.TrimRight(parts[1], "l"))
 		if err != nil {
 			return mathMpf{}, err
 		}
@@ -150,28 +148,28 @@ func mathMpFromStr(x string, prec uint) (mathMpf, error) {
 	}
 	// str_to_man_exp
 	x = strings.TrimRight(x, "l")
-	if !mathPyFloatLiteral(mathPyStrip(x)) {
-		return mathMpf{}, mathRaise("ValueError", "could not convert string to float")
+	if _, err := toFloat(x); err != nil {
+		return mathMpf{}, err
 	}
 	exp := int64(0)
 	if parts := strings.Split(x, "e"); len(parts) > 1 {
 		x = parts[0]
-		e, err := mathPyInt(parts[1])
+		e, err := toInt(parts[1])
 		if err != nil {
 			return mathMpf{}, err
 		}
 		if !e.IsInt64() || e.Int64() > 5e8 || e.Int64() < -5e8 {
 			// past big.Float's exponent range
-			return mathMpf{}, mathRaise("ValueError", "exponent too large for this port of mpmath")
+			return mathMpf{}, raiseKind("ValueError", "exponent too large for this port of mpmath")
 		}
 		exp = e.Int64()
 	}
 	if parts := strings.Split(x, "."); len(parts) == 2 {
 		b := strings.TrimRight(parts[1], "0")
-		exp -= int64(len(b))
+		exp -= int64(utf8.RuneCountInString(b))
 		x = parts[0] + b
 	}
-	man, err := mathPyInt(x)
+	man, err := toInt(x)
 	if err != nil {
 		return mathMpf{}, err
 	}
@@ -184,53 +182,6 @@ func mathMpFromStr(x string, prec uint) (mathMpf, error) {
 		return mathMpExact(new(big.Int).Mul(man, new(big.Int).Exp(big.NewInt(10), big.NewInt(exp), nil)), 0).round(prec, mathRndN), nil
 	}
 	return mathMpDiv(mathMpExact(man, 0), mathMpExact(new(big.Int).Exp(big.NewInt(10), big.NewInt(-exp), nil), 0), prec, mathRndN)
-}
-
-// mathPyFloatLiteral reports whether float(s) accepts s (lower case,
-// stripped): a decimal literal with PEP 515 underscores, or inf,
-// infinity or nan, signed or not.
-func mathPyFloatLiteral(s string) bool {
-	if s != "" && (s[0] == '+' || s[0] == '-') {
-		s = s[1:]
-	}
-	switch s {
-	case "inf", "infinity", "nan":
-		return true
-	}
-	digits := func() bool { // digit (_? digit)*
-		n := 0
-		for len(s) > 0 {
-			switch {
-			case s[0] >= '0' && s[0] <= '9':
-				s = s[1:]
-				n++
-			case s[0] == '_' && n > 0 && len(s) > 1 && s[1] >= '0' && s[1] <= '9':
-				s = s[1:]
-			default:
-				return n > 0
-			}
-		}
-		return n > 0
-	}
-	whole := digits()
-	frac := false
-	if len(s) > 0 && s[0] == '.' {
-		s = s[1:]
-		frac = digits()
-	}
-	if !whole && !frac {
-		return false
-	}
-	if len(s) > 0 && s[0] == 'e' {
-		s = s[1:]
-		if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
-			s = s[1:]
-		}
-		if !digits() {
-			return false
-		}
-	}
-	return s == ""
 }
 
 // mathMpRepr is repr() of mpmath.log's result at precision prec.

@@ -36,8 +36,8 @@ type messageAPI struct {
 	rng       *Random
 	generated any // msgIDs (Python's set), or the config's generated_ids
 	userCount any // user_count as loaded (an int)
-	users     *msgDict
-	inbox     []any // of *msgDict, or whatever else a config put there
+	users     *keyDict
+	inbox     []any // of *keyDict, or whatever else a config put there
 	msgCount  any   // message_count as loaded (an int)
 	current   any   // current_user: a user id, or None
 }
@@ -46,8 +46,8 @@ func init() { register("MessageAPI", func() Class { return &messageAPI{} }) }
 
 // msgDefaultUsers and msgDefaultInbox are DEFAULT_STATE's user_map and
 // inbox, used when the config leaves them out.
-func msgDefaultUsers() *msgDict {
-	d := &msgDict{}
+func msgDefaultUsers() *keyDict {
+	d := &keyDict{}
 	for _, kv := range [][2]string{{"Alice", "USR001"}, {"Bob", "USR002"}, {"Catherine", "USR003"}, {"Daniel", "USR004"}} {
 		d.keys = append(d.keys, kv[0])
 		d.vals = append(d.vals, kv[1])
@@ -68,7 +68,7 @@ func (m *messageAPI) Load(cfg *pyval.Dict) error {
 	if !ok {
 		seed = int64(200191)
 	}
-	rng, err := msgRandom(seed)
+	rng, err := seedRandom(seed)
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func (m *messageAPI) Load(cfg *pyval.Dict) error {
 		if !ok {
 			return Raise("user_map is a %s, not a dict", TypeName(v))
 		}
-		m.users = msgDictOf(d)
+		m.users = keyDictOf(d)
 	}
 	m.inbox = msgDefaultInbox()
 	if v, ok := cfg.Get("inbox"); ok {
@@ -98,7 +98,7 @@ func (m *messageAPI) Load(cfg *pyval.Dict) error {
 		m.inbox = make([]any, len(l))
 		for i, e := range l {
 			if d, ok := e.(*pyval.Dict); ok {
-				m.inbox[i] = msgDictOf(d)
+				m.inbox[i] = keyDictOf(d)
 			} else {
 				m.inbox[i] = e
 			}
@@ -131,16 +131,16 @@ func (m *messageAPI) State() *pyval.Dict {
 	}
 	inbox := make([]any, len(m.inbox))
 	for i, e := range m.inbox {
-		if d, ok := e.(*msgDict); ok {
-			inbox[i] = d.state()
+		if d, ok := e.(*keyDict); ok {
+			inbox[i] = d.toDict(msgTag)
 		} else {
 			inbox[i] = e
 		}
 	}
-	return msgObj(
+	return dictOf(
 		"generated_ids", gen,
 		"user_count", m.userCount,
-		"user_map", m.users.state(),
+		"user_map", m.users.toDict(msgTag),
 		"inbox", inbox,
 		"message_count", m.msgCount,
 		"current_user", m.current,
@@ -150,12 +150,12 @@ func (m *messageAPI) State() *pyval.Dict {
 func (m *messageAPI) Methods() []Method {
 	return []Method{
 		{Name: "list_users", Call: func([]any) (any, error) {
-			return msgObj("user_list", slices.Clone(m.users.keys)), nil
+			return dictOf("user_list", m.users.keyList()), nil
 		}},
 		{Name: "get_user_id", Params: []Param{Req("user")}, Call: m.getUserID},
 		{Name: "message_login", Params: []Param{Req("user_id")}, Call: m.login},
 		{Name: "message_get_login_status", Call: func([]any) (any, error) {
-			return msgObj("login_status", Truthy(m.current)), nil
+			return dictOf("login_status", Truthy(m.current)), nil
 		}},
 		{Name: "send_message", Params: []Param{Req("receiver_id"), Req("message")}, Call: m.send},
 		{Name: "delete_message", Params: []Param{Req("receiver_id")}, Call: m.delete},
@@ -167,7 +167,7 @@ func (m *messageAPI) Methods() []Method {
 }
 
 // msgNoUser is the answer of the methods that need a logged-in user.
-func msgNoUser() *pyval.Dict { return msgObj("error", "No user is currently logged in.") }
+func msgNoUser() *pyval.Dict { return errDict("No user is currently logged in.") }
 
 func (m *messageAPI) getUserID(a []any) (any, error) {
 	i, err := m.users.index(a[0])
@@ -175,18 +175,18 @@ func (m *messageAPI) getUserID(a []any) (any, error) {
 		return nil, err
 	}
 	if i < 0 {
-		return msgObj("error", "User '"+Str(a[0])+"' not found in the workspace."), nil
+		return errDict("User '" + Str(a[0]) + "' not found in the workspace."), nil
 	}
-	return msgObj("user_id", m.users.vals[i]), nil
+	return dictOf("user_id", m.users.vals[i]), nil
 }
 
 func (m *messageAPI) login(a []any) (any, error) {
 	id := a[0]
-	if !msgContains(m.users.vals, id) {
-		return msgObj("login_status", false, "message", "User ID '"+Str(id)+"' not found."), nil
+	if indexOf(m.users.vals, id) < 0 {
+		return dictOf("login_status", false, "message", "User ID '"+Str(id)+"' not found."), nil
 	}
 	m.current = id
-	return msgObj("login_status", true, "message", "User '"+Str(id)+"' logged in successfully."), nil
+	return dictOf("login_status", true, "message", "User '"+Str(id)+"' logged in successfully."), nil
 }
 
 func (m *messageAPI) send(a []any) (any, error) {
@@ -194,25 +194,25 @@ func (m *messageAPI) send(a []any) (any, error) {
 	if !Truthy(m.current) {
 		return msgNoUser(), nil
 	}
-	if !msgContains(m.users.vals, to) {
-		return msgObj("error", "Receiver ID '"+Str(to)+"' not found."), nil
+	if indexOf(m.users.vals, to) < 0 {
+		return errDict("Receiver ID '" + Str(to) + "' not found."), nil
 	}
 	id, err := m.newID()
 	if err != nil {
 		return nil, err
 	}
-	if err := msgHashable(to); err != nil {
+	if err := hashable(to); err != nil {
 		return nil, err
 	}
 	m.inbox = append(m.inbox, msgPair(to, text))
-	count, err := msgIncr(m.msgCount)
+	count, err := arith("+=", m.msgCount, int64(1))
 	if err != nil {
 		return nil, err
 	}
 	m.msgCount = count
-	return msgObj(
+	return dictOf(
 		"sent_status", true,
-		"message_id", msgObj("new_id", id),
+		"message_id", dictOf("new_id", id),
 		"message", "Message sent to '"+Str(to)+"' successfully.",
 	), nil
 }
@@ -233,7 +233,7 @@ func (m *messageAPI) newID() (int64, error) {
 	}
 	ids, ok := m.generated.(msgIDs)
 	if !ok {
-		return 0, Raise("%s object has no attribute 'add'", pyval.Quote(TypeName(m.generated)))
+		return 0, noAttr(m.generated, "add")
 	}
 	ids[id] = struct{}{}
 	return id, nil
@@ -254,19 +254,19 @@ func (m *messageAPI) delete(a []any) (any, error) {
 		}
 		// list.remove takes out the first message equal to this one,
 		// which need not be this one.
-		msg := m.inbox[i].(*msgDict)
+		msg := m.inbox[i].(*keyDict)
 		j := slices.IndexFunc(m.inbox, func(x any) bool {
-			d, ok := x.(*msgDict)
+			d, ok := x.(*keyDict)
 			return ok && (d == msg || d.equal(msg))
 		})
 		m.inbox = slices.Delete(m.inbox, j, j+1)
-		return msgObj(
+		return dictOf(
 			"deleted_status", true,
 			"receiver_id", receiver,
 			"message", "Receiver "+Str(to)+"'s latest message deleted successfully.",
 		), nil
 	}
-	return msgObj("error", "Receiver ID "+Str(to)+" not found."), nil
+	return errDict("Receiver ID " + Str(to) + " not found."), nil
 }
 
 // viewSent is view_messages_sent. Its answer is written here as
@@ -276,7 +276,7 @@ func (m *messageAPI) viewSent([]any) (any, error) {
 	if !Truthy(m.current) {
 		return msgNoUser(), nil
 	}
-	sent := &msgDict{}
+	sent := &keyDict{}
 	for _, e := range m.inbox {
 		receiver, text, err := msgFirst(e)
 		if err != nil {
@@ -302,20 +302,20 @@ func (m *messageAPI) addContact(a []any) (any, error) {
 		return nil, err
 	}
 	if i >= 0 {
-		return msgObj("error", "User name '"+Str(name)+"' already exists."), nil
+		return errDict("User name '" + Str(name) + "' already exists."), nil
 	}
-	count, err := msgIncr(m.userCount)
+	count, err := arith("+=", m.userCount, int64(1))
 	if err != nil {
 		return nil, err
 	}
 	m.userCount = count
 	id := "USR" + msgZfill(Str(m.userCount), 3)
-	if msgContains(m.users.vals, id) {
-		return msgObj("error", "User ID '"+id+"' already exists."), nil
+	if indexOf(m.users.vals, id) >= 0 {
+		return errDict("User ID '" + id + "' already exists."), nil
 	}
 	m.users.keys = append(m.users.keys, name)
 	m.users.vals = append(m.users.vals, id)
-	return msgObj(
+	return dictOf(
 		"added_status", true,
 		"user_id", id,
 		"message", "Contact '"+Str(name)+"' added successfully.",
@@ -326,7 +326,7 @@ func (m *messageAPI) search(a []any) (any, error) {
 	if !Truthy(m.current) {
 		return msgNoUser(), nil
 	}
-	keyword, err := msgLower(a[0])
+	keyword, err := lower(a[0])
 	if err != nil {
 		return nil, err
 	}
@@ -336,22 +336,22 @@ func (m *messageAPI) search(a []any) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		low, err := msgLower(text)
+		low, err := lower(text)
 		if err != nil {
 			return nil, err
 		}
 		if strings.Contains(low, keyword) {
-			results = append(results, msgObj("receiver_id", receiver, "message", text))
+			results = append(results, dictOf("receiver_id", receiver, "message", text))
 		}
 	}
-	return msgObj("results", results), nil
+	return dictOf("results", results), nil
 }
 
 func (m *messageAPI) stats([]any) (any, error) {
 	if !Truthy(m.current) {
 		return msgNoUser(), nil
 	}
-	contacts := &msgDict{}
+	contacts := &keyDict{}
 	for _, e := range m.inbox {
 		receiver, _, err := msgFirst(e)
 		if err != nil {
@@ -362,8 +362,66 @@ func (m *messageAPI) stats([]any) (any, error) {
 			contacts.vals = append(contacts.vals, nil)
 		}
 	}
-	return msgObj("stats", msgObj(
+	return dictOf("stats", dictOf(
 		"received_count", int64(len(m.inbox)),
 		"total_contacts", int64(len(contacts.keys)),
 	)), nil
+}
+
+// msgPair is the one-entry dict {k: v}.
+func msgPair(k, v any) *keyDict { return &keyDict{keys: []any{k}, vals: []any{v}} }
+
+// msgTag is a key as State writes it (so that two dicts are equal
+// exactly when Python's are): a str as itself, None as "\x00None", a
+// number as "\x00int:" or "\x00float:" and numKey.
+func msgTag(k any) string {
+	switch t := k.(type) {
+	case string:
+		return t
+	case nil:
+		return "\x00None"
+	}
+	text, integral := numKey(k)
+	if integral {
+		return "\x00int:" + text
+	}
+	return "\x00float:" + text
+}
+
+// msgFirst is list(message.items())[0]: an inbox message's receiver and
+// text, or the error Python raises for what is no such message.
+func msgFirst(e any) (receiver, text any, err error) {
+	d, ok := e.(*keyDict)
+	if !ok {
+		return nil, nil, noAttr(e, "items")
+	}
+	if len(d.keys) == 0 {
+		return nil, nil, Raise("list index out of range")
+	}
+	return d.keys[0], d.vals[0], nil
+}
+
+// msgIDs is generated_ids as Python's set of ints.
+type msgIDs map[int64]struct{}
+
+// msgHasID is id in generated_ids, for the set or whatever a config gave.
+func msgHasID(ids any, id int64) (bool, error) {
+	if t, ok := ids.(msgIDs); ok {
+		_, in := t[id]
+		return in, nil
+	}
+	return contains(ids, id)
+}
+
+// msgZfill is s.zfill(width): zeros after any sign up to width.
+func msgZfill(s string, width int) string {
+	n := len([]rune(s))
+	if n >= width {
+		return s
+	}
+	pad := strings.Repeat("0", width-n)
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		return s[:1] + pad + s[1:]
+	}
+	return pad + s
 }

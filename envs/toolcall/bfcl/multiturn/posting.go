@@ -15,7 +15,7 @@ import (
 // ids (the config's string keys go through int()), comments by whatever
 // tweet_id a call passed (so the config's "1" and a call's 1 are two
 // keys), retweets by username. Here each of them is a *pyval.Dict keyed
-// by twKey, which maps values Python finds equal as keys (1, 1.0, True)
+// by hashKey, which maps values Python finds equal as keys (1, 1.0, True)
 // to one string and all others to distinct ones; the keys are never shown
 // to the model, and State compares them as Python does.
 //
@@ -37,9 +37,9 @@ type twitterAPI struct {
 	username      any
 	password      any
 	authenticated any
-	tweets        *pyval.Dict // twKey(id) -> tweet (a *pyval.Dict as posted)
-	comments      *pyval.Dict // twKey(tweet_id) -> list of comment dicts
-	retweets      *pyval.Dict // twKey(username) -> list of tweet ids
+	tweets        *pyval.Dict // hashKey(id) -> tweet (a *pyval.Dict as posted)
+	comments      *pyval.Dict // hashKey(tweet_id) -> list of comment dicts
+	retweets      *pyval.Dict // hashKey(username) -> list of tweet ids
 	following     []any
 	counter       any // the next tweet's id (an int as loaded)
 
@@ -125,14 +125,15 @@ func (t *twitterAPI) Load(cfg *pyval.Dict) error {
 
 	tweets, ok := get("tweets", pyval.NewDict()).(*pyval.Dict)
 	if !ok {
-		return Raise("%s object has no attribute 'items'", pyval.Quote(TypeName(get("tweets", nil))))
+		return noAttr(get("tweets", nil), "items")
 	}
 	t.tweets = pyval.NewDict()
 	for i, k := range tweets.Keys {
-		key, err := twIntKey(k)
+		id, err := parseInt(k) // int(k)
 		if err != nil {
 			return err
 		}
+		key, _ := hashKey(intVal(id))
 		t.tweets.Set(key, tweets.Vals[i])
 	}
 	var err error
@@ -168,16 +169,16 @@ func twListDict(v any, name string) (*pyval.Dict, error) {
 // State is vars(instance) without _api_description.
 func (t *twitterAPI) State() *pyval.Dict {
 	t.syncShared()
-	d := pyval.NewDict()
-	d.Set("username", t.username)
-	d.Set("password", t.password)
-	d.Set("authenticated", t.authenticated)
-	d.Set("tweets", t.tweets)
-	d.Set("comments", t.comments)
-	d.Set("retweets", t.retweets)
-	d.Set("following_list", t.following)
-	d.Set("tweet_counter", t.counter)
-	return d
+	return dictOf(
+		"username", t.username,
+		"password", t.password,
+		"authenticated", t.authenticated,
+		"tweets", t.tweets,
+		"comments", t.comments,
+		"retweets", t.retweets,
+		"following_list", t.following,
+		"tweet_counter", t.counter,
+	)
 }
 
 func twNotAuthed(before string) *pyval.Dict {
@@ -191,7 +192,7 @@ func twNotFound(id any) *pyval.Dict {
 // tweet looks a tweet up by id: its key, the tweet, and whether it is
 // there; an unhashable id is Python's TypeError.
 func (t *twitterAPI) tweet(id any) (string, any, bool, error) {
-	key, err := twKey(id)
+	key, err := hashKey(id)
 	if err != nil {
 		return "", nil, false, err
 	}
@@ -203,7 +204,7 @@ func (t *twitterAPI) tweet(id any) (string, any, bool, error) {
 func (t *twitterAPI) byUser(username any) ([]any, error) {
 	out := []any{}
 	for _, tw := range t.tweets.Vals {
-		u, err := twItem(tw, "username")
+		u, err := getItem(tw, "username")
 		if err != nil {
 			return nil, err
 		}
@@ -219,12 +220,12 @@ func (t *twitterAPI) Methods() []Method {
 		{Name: "authenticate_twitter", Params: []Param{Req("username"), Req("password")}, Call: func(a []any) (any, error) {
 			if pyval.Eq(a[0], t.username) && pyval.Eq(a[1], t.password) {
 				t.authenticated = true
-				return oneKey("authentication_status", true), nil
+				return dictOf("authentication_status", true), nil
 			}
-			return oneKey("authentication_status", false), nil
+			return dictOf("authentication_status", false), nil
 		}},
 		{Name: "posting_get_login_status", Call: func([]any) (any, error) {
-			return oneKey("login_status", Truthy(t.authenticated)), nil
+			return dictOf("login_status", Truthy(t.authenticated)), nil
 		}},
 		{Name: "post_tweet", Params: []Param{Req("content"), Opt("tags", []any{}), Opt("mentions", twDefault{})}, Call: t.postTweet},
 		{Name: "retweet", Params: []Param{Req("tweet_id")}, Call: t.retweet},
@@ -234,28 +235,28 @@ func (t *twitterAPI) Methods() []Method {
 			if !Truthy(t.authenticated) {
 				return twNotAuthed("following"), nil
 			}
-			if twIndexOf(t.following, a[0]) >= 0 {
-				return oneKey("follow_status", false), nil
+			if indexOf(t.following, a[0]) >= 0 {
+				return dictOf("follow_status", false), nil
 			}
 			t.following = append(t.following, a[0])
-			return oneKey("follow_status", true), nil
+			return dictOf("follow_status", true), nil
 		}},
 		{Name: "list_all_following", Call: func([]any) (any, error) {
 			if !Truthy(t.authenticated) {
 				return twNotAuthed("listing following"), nil
 			}
-			return oneKey("following_list", t.following), nil
+			return dictOf("following_list", t.following), nil
 		}},
 		{Name: "unfollow_user", Params: []Param{Req("username_to_unfollow")}, Call: func(a []any) (any, error) {
 			if !Truthy(t.authenticated) {
 				return twNotAuthed("unfollowing"), nil
 			}
-			i := twIndexOf(t.following, a[0])
+			i := indexOf(t.following, a[0])
 			if i < 0 {
-				return oneKey("unfollow_status", false), nil
+				return dictOf("unfollow_status", false), nil
 			}
 			t.following = slices.Delete(t.following, i, i+1)
-			return oneKey("unfollow_status", true), nil
+			return dictOf("unfollow_status", true), nil
 		}},
 		{Name: "get_tweet", Params: []Param{Req("tweet_id")}, Call: func(a []any) (any, error) {
 			_, tw, ok, err := t.tweet(a[0])
@@ -293,16 +294,16 @@ func (t *twitterAPI) Methods() []Method {
 			if pyval.Eq(a[0], t.username) {
 				following = len(t.following)
 			}
-			key, err := twKey(a[0])
+			key, err := hashKey(a[0])
 			if err != nil {
 				return nil, err
 			}
 			rts, _ := t.retweets.Value(key).([]any)
-			d := pyval.NewDict()
-			d.Set("tweet_count", int64(len(mine)))
-			d.Set("following_count", int64(following))
-			d.Set("retweet_count", int64(len(rts)))
-			return d, nil
+			return dictOf(
+				"tweet_count", int64(len(mine)),
+				"following_count", int64(following),
+				"retweet_count", int64(len(rts)),
+			), nil
 		}},
 	}
 	for i := range ms {
@@ -323,13 +324,8 @@ func (t *twitterAPI) postTweet(a []any) (any, error) {
 	if _, ok := mentions.(twDefault); ok {
 		mentions, shared = t.mentions.get(), true
 	}
-	tw := pyval.NewDict()
-	tw.Set("id", t.counter)
-	tw.Set("username", t.username)
-	tw.Set("content", a[0])
-	tw.Set("tags", a[1])
-	tw.Set("mentions", mentions)
-	key, err := twKey(t.counter)
+	tw := dictOf("id", t.counter, "username", t.username, "content", a[0], "tags", a[1], "mentions", mentions)
+	key, err := hashKey(t.counter)
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +333,7 @@ func (t *twitterAPI) postTweet(a []any) (any, error) {
 	if shared {
 		t.sharers = append(t.sharers, tw)
 	}
-	next, err := twIncr(t.counter)
+	next, err := arith("+=", t.counter, int64(1))
 	if err != nil {
 		return nil, err
 	}
@@ -356,19 +352,19 @@ func (t *twitterAPI) retweet(a []any) (any, error) {
 	if !ok {
 		return twNotFound(a[0]), nil
 	}
-	user, err := twKey(t.username)
+	user, err := hashKey(t.username)
 	if err != nil {
 		return nil, err
 	}
 	mine, _ := t.retweets.Value(user).([]any)
-	if twIndexOf(mine, a[0]) >= 0 {
-		return oneKey("retweet_status", "Already retweeted"), nil
+	if indexOf(mine, a[0]) >= 0 {
+		return dictOf("retweet_status", "Already retweeted"), nil
 	}
 	if mine == nil {
 		mine = []any{}
 	}
 	t.retweets.Set(user, append(mine, a[0]))
-	return oneKey("retweet_status", "Successfully retweeted"), nil
+	return dictOf("retweet_status", "Successfully retweeted"), nil
 }
 
 func (t *twitterAPI) comment(a []any) (any, error) {
@@ -382,15 +378,13 @@ func (t *twitterAPI) comment(a []any) (any, error) {
 	if !ok {
 		return twNotFound(a[0]), nil
 	}
-	c := pyval.NewDict()
-	c.Set("username", t.username)
-	c.Set("content", a[1])
+	c := dictOf("username", t.username, "content", a[1])
 	cs, _ := t.comments.Value(key).([]any)
 	if cs == nil {
 		cs = []any{}
 	}
 	t.comments.Set(key, append(cs, c))
-	return oneKey("comment_status", "Comment added successfully"), nil
+	return dictOf("comment_status", "Comment added successfully"), nil
 }
 
 func (t *twitterAPI) mention(a []any) (any, error) {
@@ -401,26 +395,26 @@ func (t *twitterAPI) mention(a []any) (any, error) {
 	if !ok {
 		return twNotFound(a[0]), nil
 	}
-	m, err := twItem(tw, "mentions")
+	m, err := getItem(tw, "mentions")
 	if err != nil {
 		return nil, err
 	}
 	list, ok := m.([]any)
 	if !ok {
-		return nil, Raise("%s object has no attribute 'extend'", pyval.Quote(TypeName(m)))
+		return nil, noAttr(m, "extend")
 	}
-	more, err := twIter(a[1])
+	more, err := iterate(a[1])
 	if err != nil {
 		return nil, err
 	}
-	d := tw.(*pyval.Dict) // twItem found a key, so tw is a dict
+	d := tw.(*pyval.Dict) // getItem found a key, so tw is a dict
 	if slices.Contains(t.sharers, d) {
 		t.mentions.extend(more)
 		t.syncShared()
 	} else {
 		d.Set("mentions", append(slices.Clip(list), more...))
 	}
-	return oneKey("mention_status", "Users mentioned successfully"), nil
+	return dictOf("mention_status", "Users mentioned successfully"), nil
 }
 
 // searchTweets is search_tweets, evaluating as Python's comprehension
@@ -428,15 +422,15 @@ func (t *twitterAPI) mention(a []any) (any, error) {
 func (t *twitterAPI) searchTweets(a []any) (any, error) {
 	out := []any{}
 	for _, tw := range t.tweets.Vals {
-		kw, err := twLower(a[0])
+		kw, err := lower(a[0])
 		if err != nil {
 			return nil, err
 		}
-		content, err := twItem(tw, "content")
+		content, err := getItem(tw, "content")
 		if err != nil {
 			return nil, err
 		}
-		c, err := twLower(content)
+		c, err := lower(content)
 		if err != nil {
 			return nil, err
 		}
@@ -444,17 +438,17 @@ func (t *twitterAPI) searchTweets(a []any) (any, error) {
 			out = append(out, tw)
 			continue
 		}
-		tags, err := twItem(tw, "tags")
+		tags, err := getItem(tw, "tags")
 		if err != nil {
 			return nil, err
 		}
-		items, err := twIter(tags)
+		items, err := iterate(tags)
 		if err != nil {
 			return nil, err
 		}
 		match := false
 		for _, tag := range items {
-			l, err := twLower(tag)
+			l, err := lower(tag)
 			if err != nil {
 				return nil, err
 			}

@@ -2,6 +2,8 @@ package multiturn
 
 import (
 	"math/big"
+	"slices"
+	"strings"
 
 	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
 )
@@ -64,7 +66,7 @@ func Compare(op string, a, b any) (bool, error) {
 	}
 	c, ok := order(a, b)
 	if !ok {
-		return false, Raise("%s not supported between instances of %s and %s", pyval.Quote(op), pyval.Quote(TypeName(a)), pyval.Quote(TypeName(b)))
+		return false, raiseKind("TypeError", "%s not supported between instances of %s and %s", pyval.Quote(op), pyval.Quote(TypeName(a)), pyval.Quote(TypeName(b)))
 	}
 	switch op {
 	case "<":
@@ -142,3 +144,94 @@ func num(v any) *big.Float {
 // Str is str(v) as an f-string writes a value: a string itself, anything
 // else its repr.
 func Str(v any) string { return pyval.Str(v) }
+
+// dictOf is the dict display {k1: v1, k2: v2, ...}, its str keys and
+// values given in turn.
+func dictOf(kv ...any) *pyval.Dict {
+	d := pyval.NewDict()
+	for i := 0; i+1 < len(kv); i += 2 {
+		d.Set(kv[i].(string), kv[i+1])
+	}
+	return d
+}
+
+// errDict is {"error": msg}.
+func errDict(msg string) *pyval.Dict { return dictOf("error", msg) }
+
+// noAttr is the AttributeError of v.attr where v's type has no attr.
+func noAttr(v any, attr string) error {
+	return raiseKind("AttributeError", "%s object has no attribute %s", pyval.Quote(TypeName(v)), pyval.Quote(attr))
+}
+
+// getItem is v[key] for a str key: a dict's value (KeyError when
+// missing), the TypeError of a str, a list or anything else.
+func getItem(v any, key string) (any, error) {
+	switch t := v.(type) {
+	case *pyval.Dict:
+		if x, ok := t.Get(key); ok {
+			return x, nil
+		}
+		return nil, KeyError(key)
+	case string:
+		return nil, raiseKind("TypeError", "string indices must be integers, not 'str'")
+	case []any:
+		return nil, raiseKind("TypeError", "list indices must be integers or slices, not str")
+	}
+	return nil, raiseKind("TypeError", "%s object is not subscriptable", pyval.Quote(TypeName(v)))
+}
+
+// iterate is the items iter(v) gives (what a for loop over v visits): a
+// list's elements, a str's characters, a dict's keys.
+func iterate(v any) ([]any, error) {
+	switch t := v.(type) {
+	case []any:
+		return t, nil
+	case string:
+		var out []any
+		for _, r := range t {
+			out = append(out, string(r))
+		}
+		return out, nil
+	case *pyval.Dict:
+		out := make([]any, len(t.Keys))
+		for i, k := range t.Keys {
+			out[i] = k
+		}
+		return out, nil
+	}
+	return nil, raiseKind("TypeError", "%s object is not iterable", pyval.Quote(TypeName(v)))
+}
+
+// indexOf is the index of the first element of l == x, or -1: list's
+// `in`, index and remove.
+func indexOf(l []any, x any) int {
+	return slices.IndexFunc(l, func(e any) bool { return pyval.Eq(e, x) })
+}
+
+// contains is `item in container`: a substring of a str (item must be a
+// str), an element == item of a list, a key of a dict (item must be
+// hashable); any other container is not iterable.
+func contains(container, item any) (bool, error) {
+	switch t := container.(type) {
+	case string:
+		s, ok := item.(string)
+		if !ok {
+			return false, raiseKind("TypeError", "'in <string>' requires string as left operand, not %s", TypeName(item))
+		}
+		return strings.Contains(t, s), nil
+	case []any:
+		return indexOf(t, item) >= 0, nil
+	case *pyval.Dict:
+		return dictHas(t, item)
+	}
+	return false, raiseKind("TypeError", "argument of type %s is not iterable", pyval.Quote(TypeName(container)))
+}
+
+// lower is v.lower() (an AttributeError for a v that is no str).
+func lower(v any) (string, error) {
+	s, ok := v.(string)
+	if !ok {
+		return "", noAttr(v, "lower")
+	}
+	return pyval.Lower(s), nil
+}

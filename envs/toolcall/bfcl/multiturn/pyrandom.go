@@ -1,6 +1,13 @@
 package multiturn
 
-import "math/bits"
+import (
+	"crypto/rand"
+	"crypto/sha512"
+	"encoding/binary"
+	"math"
+	"math/big"
+	"math/bits"
+)
 
 // Random is Python's random.Random: the Mersenne Twister MT19937 seeded
 // from an integer as Python seeds it (init_by_array over the integer's
@@ -117,3 +124,92 @@ func (r *Random) Intn(a, b int64) int64 {
 // The product is rounded before the sum (no fused multiply-add), as in
 // Python.
 func (r *Random) Uniform(a, b float64) float64 { return a + float64((b-a)*r.Float()) }
+
+// seedRandom is random.Random(seed) for the seed types Python takes: an
+// int (a bool is one), a float (seeded with its hash), a str (seeded with
+// its UTF-8 bytes followed by their SHA-512), None (seeded from the OS);
+// any other is Python's TypeError.
+func seedRandom(seed any) (*Random, error) {
+	switch t := seed.(type) {
+	case int64:
+		return NewRandom(t), nil
+	case bool:
+		if t {
+			return NewRandom(1), nil
+		}
+		return NewRandom(0), nil
+	case *big.Int:
+		return seedBig(new(big.Int).Abs(t)), nil
+	case float64:
+		if !math.IsNaN(t) {
+			// Python seeds with the hash as a size_t.
+			return seedBig(new(big.Int).SetUint64(uint64(hashFloat(t)))), nil
+		}
+	case string:
+		sum := sha512.Sum512([]byte(t))
+		return seedBig(new(big.Int).SetBytes(append([]byte(t), sum[:]...))), nil
+	case nil:
+	default:
+		return nil, Raise("The only supported seed types are: None,\nint, float, str, bytes, and bytearray.")
+	}
+	// None, and NaN (whose hash is its address): a seed from the OS.
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return seedBig(new(big.Int).SetUint64(binary.LittleEndian.Uint64(b[:]))), nil
+}
+
+// seedBig seeds a generator with a non-negative integer as Python
+// does: init_by_array over its 32-bit words, the least significant first
+// (one word for 0).
+func seedBig(n *big.Int) *Random {
+	be := n.Bytes()
+	key := make([]uint32, max(1, (len(be)+3)/4))
+	for i, c := range be {
+		pos := len(be) - 1 - i // byte position from the least significant
+		key[pos/4] |= uint32(c) << (8 * (pos % 4))
+	}
+	r := &Random{}
+	r.initByArray(key)
+	return r
+}
+
+// hashFloat is Python's hash of a finite or infinite float: its value
+// modulo the Mersenne prime 2**61 - 1, with the sign, -1 taken as -2.
+func hashFloat(v float64) int64 {
+	const bitsN = 61
+	const mod = uint64(1)<<bitsN - 1
+	if math.IsInf(v, 0) {
+		if v > 0 {
+			return 314159
+		}
+		return -314159
+	}
+	m, e := math.Frexp(v)
+	sign := uint64(1)
+	if m < 0 {
+		sign, m = ^uint64(0), -m
+	}
+	var x uint64
+	for m != 0 {
+		x = (x<<28)&mod | x>>(bitsN-28)
+		m *= 1 << 28
+		e -= 28
+		y := uint64(m)
+		m -= float64(y)
+		x += y
+		if x >= mod {
+			x -= mod
+		}
+	}
+	if e >= 0 {
+		e %= bitsN
+	} else {
+		e = bitsN - 1 - (-1-e)%bitsN
+	}
+	x = (x<<uint(e))&mod | x>>uint(bitsN-e)
+	h := int64(x * sign)
+	if h == -1 {
+		h = -2
+	}
+	return h
+}

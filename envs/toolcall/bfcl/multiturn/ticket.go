@@ -35,23 +35,7 @@ func (t *ticketAPI) Load(cfg *pyval.Dict) error {
 }
 
 func (t *ticketAPI) State() *pyval.Dict {
-	d := pyval.NewDict()
-	d.Set("ticket_queue", t.queue)
-	d.Set("ticket_counter", t.counter)
-	d.Set("current_user", t.user)
-	return d
-}
-
-func errDict(msg string) *pyval.Dict {
-	d := pyval.NewDict()
-	d.Set("error", msg)
-	return d
-}
-
-func oneKey(k string, v any) *pyval.Dict {
-	d := pyval.NewDict()
-	d.Set(k, v)
-	return d
+	return dictOf("ticket_queue", t.queue, "ticket_counter", t.counter, "current_user", t.user)
 }
 
 // find is _find_ticket: the first ticket whose "id" == id, or nil.
@@ -83,15 +67,16 @@ func (t *ticketAPI) Methods() []Method {
 			if low || high {
 				return errDict("Invalid priority. Priority must be between 1 and 5."), nil
 			}
-			ticket := pyval.NewDict()
-			ticket.Set("id", t.counter)
-			ticket.Set("title", a[0])
-			ticket.Set("description", a[1])
-			ticket.Set("status", "Open")
-			ticket.Set("priority", a[2])
-			ticket.Set("created_by", t.user)
+			ticket := dictOf(
+				"id", t.counter,
+				"title", a[0],
+				"description", a[1],
+				"status", "Open",
+				"priority", a[2],
+				"created_by", t.user,
+			)
 			t.queue = append(t.queue, ticket)
-			next, err := add(t.counter, int64(1))
+			next, err := arith("+=", t.counter, int64(1))
 			if err != nil {
 				return nil, err
 			}
@@ -117,7 +102,7 @@ func (t *ticketAPI) Methods() []Method {
 			}
 			upd, ok := a[1].(*pyval.Dict)
 			if !ok {
-				return nil, Raise("%s object has no attribute 'keys'", pyval.Quote(TypeName(a[1])))
+				return nil, noAttr(a[1], "keys")
 			}
 			// Python joins a set, whose order is the string hashes';
 			// the keys' own order is used here.
@@ -137,24 +122,24 @@ func (t *ticketAPI) Methods() []Method {
 					tk.Set(k, upd.Vals[i])
 				}
 			}
-			return oneKey("status", "Ticket "+Str(a[0])+" has been updated successfully."), nil
+			return dictOf("status", "Ticket "+Str(a[0])+" has been updated successfully."), nil
 		}},
 		{Name: "ticket_login", Params: []Param{Req("username"), Req("password")}, Call: func(a []any) (any, error) {
 			if Truthy(a[0]) && Truthy(a[1]) {
 				t.user = a[0]
-				return oneKey("success", true), nil
+				return dictOf("success", true), nil
 			}
-			return oneKey("success", false), nil
+			return dictOf("success", false), nil
 		}},
 		{Name: "ticket_get_login_status", Call: func([]any) (any, error) {
-			return oneKey("login_status", Truthy(t.user)), nil
+			return dictOf("login_status", Truthy(t.user)), nil
 		}},
 		{Name: "logout", Call: func([]any) (any, error) {
 			if Truthy(t.user) {
 				t.user = nil
-				return oneKey("success", true), nil
+				return dictOf("success", true), nil
 			}
-			return oneKey("success", false), nil
+			return dictOf("success", false), nil
 		}},
 		{Name: "get_user_tickets", Params: []Param{Opt("status", nil)}, Call: func(a []any) (any, error) {
 			if !Truthy(t.user) {
@@ -167,14 +152,14 @@ func (t *ticketAPI) Methods() []Method {
 				}
 			}
 			if Truthy(a[0]) {
-				want, ok := a[0].(string)
-				if !ok {
-					return nil, Raise("%s object has no attribute 'lower'", pyval.Quote(TypeName(a[0])))
+				want, err := lower(a[0])
+				if err != nil {
+					return nil, err
 				}
 				var kept []any
 				for _, x := range mine {
 					s, _ := x.(*pyval.Dict).Value("status").(string)
-					if pyval.Lower(s) == pyval.Lower(want) {
+					if pyval.Lower(s) == want {
 						kept = append(kept, x)
 					}
 				}
@@ -202,20 +187,5 @@ func (t *ticketAPI) setStatus(id any, status, verb string, resolution []any) (an
 	if resolution != nil {
 		tk.Set("resolution", resolution[0])
 	}
-	return oneKey("status", "Ticket "+Str(id)+" has been "+verb+" successfully."), nil
-}
-
-// add is a + b for numbers (int + int stays an int).
-func add(a, b any) (any, error) {
-	ai, aok := a.(int64)
-	bi, bok := b.(int64)
-	if aok && bok {
-		return ai + bi, nil
-	}
-	if isNum(a) && isNum(b) {
-		fa, _ := num(a).Float64()
-		fb, _ := num(b).Float64()
-		return fa + fb, nil
-	}
-	return nil, Raise("unsupported operand type(s) for +: %s and %s", pyval.Quote(TypeName(a)), pyval.Quote(TypeName(b)))
+	return dictOf("status", "Ticket "+Str(id)+" has been "+verb+" successfully."), nil
 }

@@ -1,6 +1,8 @@
 package multiturn
 
 import (
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,12 +26,11 @@ import (
 //     are not all digits); State writes it as a Dict keyed by each key's
 //     repr, numbers by their integer value when whole (12345 and 12345.0
 //     are one key, as in Python; the string "x" is "'x'").
-//   - A config whose orders, account_info or stocks is not an object,
-//     whose watch_list or transaction_history is not a list, or whose
-//     random_seed is not an int, is refused by Load; the Python accepts
-//     it and fails later, if at all.
+//   - A config whose orders, account_info or stocks is not an object, or
+//     whose watch_list or transaction_history is not a list, is refused
+//     by Load; the Python accepts it and fails later, if at all.
 type tradingBot struct {
-	orders        tbOrders
+	orders        keyDict
 	accountInfo   *pyval.Dict
 	authenticated any
 	marketStatus  any
@@ -105,11 +106,17 @@ func (b *tradingBot) Load(cfg *pyval.Dict) error {
 	if !ok {
 		return Raise("orders is a %s, not a dict", TypeName(get("orders")))
 	}
-	b.orders = tbOrders{}
+	b.orders = keyDict{}
 	for i, k := range orders.Keys {
-		if err := b.orders.set(tbOrderKey(k), orders.Vals[i]); err != nil {
-			return err
+		var key any = k
+		if isDigits(k) { // int(k) if k.isdigit() else k
+			n, err := parseInt(k)
+			if err != nil {
+				return err
+			}
+			key = intVal(n)
 		}
+		b.orders.set(key, orders.Vals[i])
 	}
 	if b.accountInfo, ok = get("account_info").(*pyval.Dict); !ok {
 		return Raise("account_info is a %s, not a dict", TypeName(get("account_info")))
@@ -130,27 +137,22 @@ func (b *tradingBot) Load(cfg *pyval.Dict) error {
 	if v, ok := cfg.Get("random_seed"); ok {
 		seed = v
 	}
-	switch seed.(type) {
-	case int64, bool:
-		b.rng = NewRandom(pyval.BigOf(seed).Int64())
-	default:
-		return Raise("random_seed is a %s, not an int", TypeName(seed))
-	}
-	return nil
+	b.rng, err = seedRandom(seed)
+	return err
 }
 
 func (b *tradingBot) State() *pyval.Dict {
-	d := pyval.NewDict()
-	d.Set("orders", b.orders.dict())
-	d.Set("account_info", b.accountInfo)
-	d.Set("authenticated", b.authenticated)
-	d.Set("market_status", b.marketStatus)
-	d.Set("order_counter", b.orderCounter)
-	d.Set("stocks", b.stocks)
-	d.Set("watch_list", b.watchList)
-	d.Set("transaction_history", b.transactions)
-	d.Set("long_context", false)
-	return d
+	return dictOf(
+		"orders", b.orders.toDict(tbKeyText),
+		"account_info", b.accountInfo,
+		"authenticated", b.authenticated,
+		"market_status", b.marketStatus,
+		"order_counter", b.orderCounter,
+		"stocks", b.stocks,
+		"watch_list", b.watchList,
+		"transaction_history", b.transactions,
+		"long_context", false,
+	)
 }
 
 // timestamp is _generate_transaction_timestamp: a random second of the
@@ -161,42 +163,24 @@ func (b *tradingBot) timestamp() string {
 	return time.Unix(ts, 0).UTC().Format(time.DateTime)
 }
 
-// hasStock is `symbol in self.stocks`.
-func (b *tradingBot) hasStock(symbol any) (bool, error) {
-	if err := tbHashable(symbol); err != nil {
-		return false, err
-	}
-	s, ok := symbol.(string)
-	return ok && b.stocks.Has(s), nil
-}
-
-// watched is the index of the first watchlist entry == v, or -1.
-func (b *tradingBot) watched(v any) int {
-	for i, w := range b.watchList {
-		if pyval.Eq(w, v) {
-			return i
-		}
-	}
-	return -1
-}
-
 func (b *tradingBot) Methods() []Method {
 	return []Method{
 		{Name: "get_current_time", Call: func([]any) (any, error) {
-			return oneKey("current_time", tbNow.Format("03:04 PM")), nil
+			return dictOf("current_time", tbNow.Format("03:04 PM")), nil
 		}},
 		{Name: "get_symbol_by_name", Params: []Param{Req("name")}, Call: func(a []any) (any, error) {
-			if err := tbHashable(a[0]); err != nil {
+			name, ok, err := strKey(a[0])
+			if err != nil {
 				return nil, err
 			}
 			sym := "Stock not found"
-			if name, ok := a[0].(string); ok && tbSymbols[name] != "" {
+			if ok && tbSymbols[name] != "" {
 				sym = tbSymbols[name]
 			}
-			return oneKey("symbol", sym), nil
+			return dictOf("symbol", sym), nil
 		}},
 		{Name: "get_stock_info", Params: []Param{Req("symbol")}, Call: func(a []any) (any, error) {
-			ok, err := b.hasStock(a[0])
+			ok, err := dictHas(b.stocks, a[0])
 			if err != nil {
 				return nil, err
 			}
@@ -206,7 +190,7 @@ func (b *tradingBot) Methods() []Method {
 			return b.stocks.Value(a[0].(string)), nil
 		}},
 		{Name: "get_order_details", Params: []Param{Req("order_id")}, Call: func(a []any) (any, error) {
-			i, err := b.orders.find(a[0])
+			i, err := b.orders.index(a[0])
 			if err != nil {
 				return nil, err
 			}
@@ -227,62 +211,63 @@ func (b *tradingBot) Methods() []Method {
 		}},
 		{Name: "trading_login", Params: []Param{Req("username"), Req("password")}, Call: func([]any) (any, error) {
 			if Truthy(b.authenticated) {
-				return oneKey("status", "Already logged in"), nil
+				return dictOf("status", "Already logged in"), nil
 			}
 			b.authenticated = true
-			return oneKey("status", "Logged in successfully"), nil
+			return dictOf("status", "Logged in successfully"), nil
 		}},
 		{Name: "trading_get_login_status", Call: func([]any) (any, error) {
-			return oneKey("status", Truthy(b.authenticated)), nil
+			return dictOf("status", Truthy(b.authenticated)), nil
 		}},
 		{Name: "trading_logout", Call: func([]any) (any, error) {
 			if !Truthy(b.authenticated) {
-				return oneKey("status", "No user is currently logged in"), nil
+				return dictOf("status", "No user is currently logged in"), nil
 			}
 			b.authenticated = false
-			return oneKey("status", "Logged out successfully"), nil
+			return dictOf("status", "Logged out successfully"), nil
 		}},
 		{Name: "fund_account", Params: []Param{Req("amount")}, Call: b.fund},
 		{Name: "remove_stock_from_watchlist", Params: []Param{Req("symbol")}, Call: func(a []any) (any, error) {
 			if !Truthy(b.authenticated) {
 				return errDict("User not authenticated. Please log in to modify the watchlist."), nil
 			}
-			i := b.watched(a[0])
+			i := indexOf(b.watchList, a[0])
 			if i < 0 {
 				return errDict("Stock " + Str(a[0]) + " not found in watchlist."), nil
 			}
 			b.watchList = append(b.watchList[:i:i], b.watchList[i+1:]...)
-			return oneKey("status", "Stock "+Str(a[0])+" removed from watchlist successfully."), nil
+			return dictOf("status", "Stock "+Str(a[0])+" removed from watchlist successfully."), nil
 		}},
 		{Name: "get_watchlist", Call: func([]any) (any, error) {
 			if !Truthy(b.authenticated) {
 				return []any{"Error: User not authenticated. Please log in to view the watchlist."}, nil
 			}
-			return oneKey("watchlist", b.watchList), nil
+			return dictOf("watchlist", b.watchList), nil
 		}},
 		{Name: "get_order_history", Call: func([]any) (any, error) {
 			if !Truthy(b.authenticated) {
 				return []any{errDict("User not authenticated. Please log in to view order history.")}, nil
 			}
-			return oneKey("history", b.orders.keyList()), nil
+			return dictOf("history", b.orders.keyList()), nil
 		}},
 		{Name: "get_transaction_history", Params: []Param{Opt("start_date", nil), Opt("end_date", nil)}, Call: b.transactionHistory},
 		{Name: "get_available_stocks", Params: []Param{Req("sector")}, Call: func(a []any) (any, error) {
-			if err := tbHashable(a[0]); err != nil {
+			s, ok, err := strKey(a[0])
+			if err != nil {
 				return nil, err
 			}
 			list := []any{}
-			if s, ok := a[0].(string); ok {
+			if ok {
 				for _, sym := range tbSectors[s] {
 					list = append(list, sym)
 				}
 			}
-			return oneKey("stock_list", list), nil
+			return dictOf("stock_list", list), nil
 		}},
 		{Name: "filter_stocks_by_price", Params: []Param{Req("stocks"), Req("min_price"), Req("max_price")}, Call: b.filterByPrice},
 		{Name: "add_to_watchlist", Params: []Param{Req("stock")}, Call: func(a []any) (any, error) {
-			if b.watched(a[0]) < 0 {
-				ok, err := b.hasStock(a[0])
+			if indexOf(b.watchList, a[0]) < 0 {
+				ok, err := dictHas(b.stocks, a[0])
 				if err != nil {
 					return nil, err
 				}
@@ -290,7 +275,7 @@ func (b *tradingBot) Methods() []Method {
 					b.watchList = append(b.watchList, a[0])
 				}
 			}
-			return oneKey("watchlist", b.watchList), nil
+			return dictOf("watchlist", b.watchList), nil
 		}},
 		{Name: "notify_price_change", Params: []Param{Req("stocks"), Req("threshold")}, Call: b.notifyPriceChange},
 	}
@@ -298,14 +283,14 @@ func (b *tradingBot) Methods() []Method {
 
 func (b *tradingBot) cancelOrder(a []any) (any, error) {
 	id := a[0]
-	i, err := b.orders.find(id)
+	i, err := b.orders.index(id)
 	if err != nil {
 		return nil, err
 	}
 	if i < 0 {
 		return errDict("Order with ID " + Str(id) + " not found."), nil
 	}
-	status, err := tbItem(b.orders.vals[i], "status")
+	status, err := getItem(b.orders.vals[i], "status")
 	if err != nil {
 		return nil, err
 	}
@@ -313,9 +298,7 @@ func (b *tradingBot) cancelOrder(a []any) (any, error) {
 		return errDict("Can't cancel order " + Str(id) + ". Order is already completed."), nil
 	}
 	b.orders.vals[i].(*pyval.Dict).Set("status", "Cancelled")
-	d := oneKey("order_id", id)
-	d.Set("status", "Cancelled")
-	return d, nil
+	return dictOf("order_id", id, "status", "Cancelled"), nil
 }
 
 func (b *tradingBot) placeOrder(a []any) (any, error) {
@@ -323,7 +306,7 @@ func (b *tradingBot) placeOrder(a []any) (any, error) {
 	if !Truthy(b.authenticated) {
 		return errDict("User not authenticated. Please log in to place an order."), nil
 	}
-	ok, err := b.hasStock(symbol)
+	ok, err := dictHas(b.stocks, symbol)
 	if err != nil {
 		return nil, err
 	}
@@ -342,11 +325,11 @@ func (b *tradingBot) placeOrder(a []any) (any, error) {
 	if bad {
 		return errDict("Price and amount must be positive values."), nil
 	}
-	ot, ok := orderType.(string)
-	if !ok {
-		return nil, Raise("%s object has no attribute 'lower'", pyval.Quote(TypeName(orderType)))
+	ot, err := lower(orderType)
+	if err != nil {
+		return nil, err
 	}
-	if pyval.Lower(ot) == "buy" {
+	if ot == "buy" {
 		msg, err := b.checkFunds(price, amount)
 		if err != nil {
 			return nil, err
@@ -355,46 +338,48 @@ func (b *tradingBot) placeOrder(a []any) (any, error) {
 			return errDict(msg), nil
 		}
 	}
-	fprice, err := tbFloat(price)
+	fprice, err := toFloat(price)
 	if err != nil {
 		return nil, err
 	}
 	id := b.orderCounter
-	order := pyval.NewDict()
-	order.Set("id", id)
-	order.Set("order_type", orderType)
-	order.Set("symbol", symbol)
-	order.Set("price", fprice)
-	order.Set("amount", amount)
-	order.Set("status", "Open")
+	order := dictOf(
+		"id", id,
+		"order_type", orderType,
+		"symbol", symbol,
+		"price", fprice,
+		"amount", amount,
+		"status", "Open",
+	)
 	if err := b.orders.set(id, order); err != nil {
 		return nil, err
 	}
-	next, err := tbArith("+=", b.orderCounter, int64(1))
+	next, err := arith("+=", b.orderCounter, int64(1))
 	if err != nil {
 		return nil, err
 	}
 	b.orderCounter = next
-	res := oneKey("order_id", id)
-	res.Set("order_type", orderType)
-	res.Set("status", "Pending")
-	res.Set("price", fprice)
-	res.Set("amount", amount)
-	return res, nil
+	return dictOf(
+		"order_id", id,
+		"order_type", orderType,
+		"status", "Pending",
+		"price", fprice,
+		"amount", amount,
+	), nil
 }
 
 // checkFunds is place_order's check that a buy order is covered by the
 // balance: the error message when it is not, "" when it is.
 func (b *tradingBot) checkFunds(price, amount any) (string, error) {
-	fprice, err := tbFloat(price)
+	fprice, err := toFloat(price)
 	if err != nil {
 		return "", err
 	}
-	n, err := tbInt(amount)
+	n, err := toInt(amount)
 	if err != nil {
 		return "", err
 	}
-	fn, err := tbFloat(n)
+	fn, err := toFloat(n)
 	if err != nil {
 		return "", err
 	}
@@ -465,19 +450,14 @@ func (b *tradingBot) move(amount any, op, kind, status string) (any, error) {
 	if !ok {
 		return nil, KeyError("balance")
 	}
-	nb, err := tbArith(op, balance, amount)
+	nb, err := arith(op, balance, amount)
 	if err != nil {
 		return nil, err
 	}
 	b.accountInfo.Set("balance", nb)
-	tx := pyval.NewDict()
-	tx.Set("type", kind)
-	tx.Set("amount", amount)
-	tx.Set("timestamp", b.timestamp())
+	tx := dictOf("type", kind, "amount", amount, "timestamp", b.timestamp())
 	b.transactions = append(b.transactions, tx)
-	res := oneKey("status", status)
-	res.Set("new_balance", nb)
-	return res, nil
+	return dictOf("status", status, "new_balance", nb), nil
 }
 
 func (b *tradingBot) transactionHistory(a []any) (any, error) {
@@ -489,7 +469,7 @@ func (b *tradingBot) transactionHistory(a []any) (any, error) {
 		if !Truthy(a[i]) {
 			continue
 		}
-		v, err := tbStrptime(a[i], false)
+		v, err := strptime(a[i], false)
 		if err != nil {
 			return nil, err
 		}
@@ -497,11 +477,11 @@ func (b *tradingBot) transactionHistory(a []any) (any, error) {
 	}
 	kept := []any{}
 	for _, tx := range b.transactions {
-		ts, err := tbItem(tx, "timestamp")
+		ts, err := getItem(tx, "timestamp")
 		if err != nil {
 			return nil, err
 		}
-		when, err := tbStrptime(ts, true)
+		when, err := strptime(ts, true)
 		if err != nil {
 			return nil, err
 		}
@@ -509,22 +489,22 @@ func (b *tradingBot) transactionHistory(a []any) (any, error) {
 			kept = append(kept, tx)
 		}
 	}
-	return oneKey("transaction_history", kept), nil
+	return dictOf("transaction_history", kept), nil
 }
 
 // price is self.stocks.get(symbol, {}).get("price", 0).
 func (b *tradingBot) price(symbol any) (any, error) {
-	if err := tbHashable(symbol); err != nil {
+	s, ok, err := strKey(symbol)
+	if err != nil {
 		return nil, err
 	}
-	s, ok := symbol.(string)
 	if !ok || !b.stocks.Has(s) {
 		return int64(0), nil
 	}
 	stock := b.stocks.Value(s)
 	d, ok := stock.(*pyval.Dict)
 	if !ok {
-		return nil, Raise("%s object has no attribute 'get'", pyval.Quote(TypeName(stock)))
+		return nil, noAttr(stock, "get")
 	}
 	if p, ok := d.Get("price"); ok {
 		return p, nil
@@ -533,7 +513,7 @@ func (b *tradingBot) price(symbol any) (any, error) {
 }
 
 func (b *tradingBot) filterByPrice(a []any) (any, error) {
-	symbols, err := tbIter(a[0])
+	symbols, err := iterate(a[0])
 	if err != nil {
 		return nil, err
 	}
@@ -560,28 +540,28 @@ func (b *tradingBot) filterByPrice(a []any) (any, error) {
 			kept = append(kept, sym)
 		}
 	}
-	return oneKey("filtered_stocks", kept), nil
+	return dictOf("filtered_stocks", kept), nil
 }
 
 func (b *tradingBot) notifyPriceChange(a []any) (any, error) {
-	symbols, err := tbIter(a[0])
+	symbols, err := iterate(a[0])
 	if err != nil {
 		return nil, err
 	}
 	var changed []string
 	for _, sym := range symbols {
-		ok, err := b.hasStock(sym)
+		ok, err := dictHas(b.stocks, sym)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			continue
 		}
-		pc, err := tbItem(b.stocks.Value(sym.(string)), "percent_change")
+		pc, err := getItem(b.stocks.Value(sym.(string)), "percent_change")
 		if err != nil {
 			return nil, err
 		}
-		mag, err := tbAbs(pc)
+		mag, err := absOf(pc)
 		if err != nil {
 			return nil, err
 		}
@@ -594,7 +574,47 @@ func (b *tradingBot) notifyPriceChange(a []any) (any, error) {
 		}
 	}
 	if len(changed) > 0 {
-		return oneKey("notification", "Stocks "+strings.Join(changed, ", ")+" have significant price changes."), nil
+		return dictOf("notification", "Stocks "+strings.Join(changed, ", ")+" have significant price changes."), nil
 	}
-	return oneKey("notification", "No significant price changes in the selected stocks."), nil
+	return dictOf("notification", "No significant price changes in the selected stocks."), nil
 }
+
+// tbKeyText writes an order key for State so that keys Python finds
+// equal are written alike and others not: a number as numKey, anything
+// else as its repr.
+func tbKeyText(k any) string {
+	if isNum(k) {
+		text, _ := numKey(k)
+		return text
+	}
+	return pyval.Repr(k)
+}
+
+// tbFixed2 is f"{v:.2f}" for a number.
+func tbFixed2(v any) (string, error) {
+	switch v.(type) {
+	case string:
+		return "", Raise("Unknown format code 'f' for object of type 'str'")
+	case nil, []any, *pyval.Dict:
+		return "", Raise("unsupported format string passed to %s.__format__", TypeName(v))
+	}
+	f, err := toFloat(v)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case math.IsNaN(f):
+		return "nan", nil
+	case math.IsInf(f, 1):
+		return "inf", nil
+	case math.IsInf(f, -1):
+		return "-inf", nil
+	}
+	return strconv.FormatFloat(f, 'f', 2, 64), nil
+}
+
+// datetime.min and datetime.max.
+var (
+	tbMinTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	tbMaxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+)

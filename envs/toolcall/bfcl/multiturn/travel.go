@@ -1,7 +1,6 @@
 package multiturn
 
 import (
-	"errors"
 	"time"
 
 	"github.com/nextstate-rl/nextstate/envs/internal/pyval"
@@ -23,9 +22,8 @@ import (
 //   - verify_traveler_information computes the age from time.Now() in the
 //     local time zone, as datetime.today() does, so its verdict for a
 //     traveler turning 18 about now depends on the day it runs, as in Python.
-//   - Load refuses a credit_card_list or booking_record that is not a dict,
-//     and a random_seed that is not an int (Python would accept them and
-//     fail, or seed differently, later); BFCL's data has none.
+//   - Load refuses a credit_card_list or booking_record that is not a dict
+//     (Python would accept it and fail later); BFCL's data has none.
 type travelAPI struct {
 	rng       *Random
 	cards     *pyval.Dict // credit_card_list: card id → card (a dict)
@@ -45,23 +43,14 @@ func init() { register("TravelAPI", func() Class { return &travelAPI{} }) }
 const trDefaultSeed = 141053
 
 func (t *travelAPI) Load(cfg *pyval.Dict) error {
-	seed := int64(trDefaultSeed)
-	if v, ok := cfg.Get("random_seed"); ok {
-		switch s := v.(type) {
-		case int64:
-			seed = s
-		case bool:
-			if s {
-				seed = 1
-			} else {
-				seed = 0
-			}
-		default:
-			return Raise("random_seed is a %s, not an int", TypeName(v))
-		}
+	seed, ok := cfg.Get("random_seed")
+	if !ok {
+		seed = int64(trDefaultSeed)
 	}
-	t.rng = NewRandom(seed)
 	var err error
+	if t.rng, err = seedRandom(seed); err != nil {
+		return err
+	}
 	if t.cards, err = trDictField(cfg, "credit_card_list"); err != nil {
 		return err
 	}
@@ -95,7 +84,7 @@ func trDictField(cfg *pyval.Dict, key string) (*pyval.Dict, error) {
 // State is vars(instance) without the private attributes, in the order
 // _load_scenario assigns them (long_context included: it is public).
 func (t *travelAPI) State() *pyval.Dict {
-	return trDict(
+	return dictOf(
 		"credit_card_list", t.cards,
 		"booking_record", t.bookings,
 		"access_token", t.token,
@@ -114,7 +103,7 @@ func (t *travelAPI) Methods() []Method {
 		{Name: "authenticate_travel", Params: []Param{Req("client_id"), Req("client_secret"), Req("refresh_token"), Req("grant_type"), Req("user_first_name"), Req("user_last_name")}, Call: t.authenticate},
 		{Name: "travel_get_login_status", Call: t.loginStatus},
 		{Name: "get_budget_fiscal_year", Params: []Param{Opt("lastModifiedAfter", nil), Opt("includeRemoved", nil)}, Call: func([]any) (any, error) {
-			return trDict("budget_fiscal_year", "2018"), nil
+			return dictOf("budget_fiscal_year", "2018"), nil
 		}},
 		{Name: "register_credit_card", Params: []Param{Req("access_token"), Req("card_number"), Req("expiration_date"), Req("cardholder_name"), Req("card_verification_number")}, Call: t.registerCard},
 		{Name: "get_flight_cost", Params: []Param{Req("travel_from"), Req("travel_to"), Req("travel_date"), Req("travel_class")}, Call: func(a []any) (any, error) {
@@ -122,16 +111,16 @@ func (t *travelAPI) Methods() []Method {
 			if err != nil {
 				return nil, err
 			}
-			return trDict("travel_cost_list", []any{cost}), nil
+			return dictOf("travel_cost_list", []any{cost}), nil
 		}},
 		{Name: "get_credit_card_balance", Params: []Param{Req("access_token"), Req("card_id")}, Call: t.cardBalance},
 		{Name: "book_flight", Params: []Param{Req("access_token"), Req("card_id"), Req("travel_date"), Req("travel_from"), Req("travel_to"), Req("travel_class")}, Call: t.bookFlight},
 		{Name: "retrieve_invoice", Params: []Param{Req("access_token"), Opt("booking_id", nil), Opt("insurance_id", nil)}, Call: t.retrieveInvoice},
 		{Name: "get_booking_history", Params: []Param{Req("access_token")}, Call: func(a []any) (any, error) {
 			if msg := t.checkToken(a[0]); msg != "" {
-				return trDict("error", msg), nil
+				return errDict(msg), nil
 			}
-			return trDict("booking_history", pyval.Copy(t.bookings)), nil
+			return dictOf("booking_history", pyval.Copy(t.bookings)), nil
 		}},
 		{Name: "list_all_airports", Call: func([]any) (any, error) {
 			out := make([]any, len(trAirports))
@@ -147,40 +136,39 @@ func (t *travelAPI) Methods() []Method {
 		{Name: "verify_traveler_information", Params: []Param{Req("first_name"), Req("last_name"), Req("date_of_birth"), Req("passport_number")}, Call: t.verifyTraveler},
 		{Name: "set_budget_limit", Params: []Param{Req("access_token"), Req("budget_limit")}, Call: func(a []any) (any, error) {
 			if msg := t.checkToken(a[0]); msg != "" {
-				return trDict("error", msg), nil
+				return errDict(msg), nil
 			}
-			limit, err := trFloat(a[1])
+			limit, err := toFloat(a[1])
 			if err != nil {
 				return nil, err
 			}
 			t.budget = limit
-			return trDict("budget_limit", limit), nil
+			return dictOf("budget_limit", limit), nil
 		}},
 		{Name: "get_nearest_airport_by_city", Params: []Param{Req("location")}, Call: func(a []any) (any, error) {
-			if err := trHashable(a[0]); err != nil {
+			s, ok, err := strKey(a[0])
+			if err != nil {
 				return nil, err
 			}
 			code := "Unknown"
-			if s, ok := a[0].(string); ok {
-				if c, ok := trCityAirports[s]; ok {
-					code = c
-				}
+			if c, found := trCityAirports[s]; ok && found {
+				code = c
 			}
-			return trDict("nearest_airport", code), nil
+			return dictOf("nearest_airport", code), nil
 		}},
 		{Name: "purchase_insurance", Params: []Param{Req("access_token"), Req("insurance_type"), Req("booking_id"), Req("insurance_cost"), Req("card_id")}, Call: t.purchaseInsurance},
 		{Name: "contact_customer_support", Params: []Param{Req("booking_id"), Req("message")}, Call: func(a []any) (any, error) {
-			found, err := trHasKey(t.bookings, a[0])
+			found, err := dictHas(t.bookings, a[0])
 			if err != nil {
 				return nil, err
 			}
 			if !found {
-				return trDict("error", "Booking not found"), nil
+				return errDict("Booking not found"), nil
 			}
-			return trDict("customer_support_message", "Thank you for contacting customer support. Your message has been received and we will get back to you shortly."), nil
+			return dictOf("customer_support_message", "Thank you for contacting customer support. Your message has been received and we will get back to you shortly."), nil
 		}},
 		{Name: "get_all_credit_cards", Call: func([]any) (any, error) {
-			return trDict("credit_card_list", t.cards), nil
+			return dictOf("credit_card_list", t.cards), nil
 		}},
 	}
 }
@@ -208,45 +196,45 @@ func (t *travelAPI) authenticate(a []any) (any, error) {
 	t.scope = pyval.Copy(grant)
 	t.firstName = pyval.Copy(a[4])
 	t.lastName = pyval.Copy(a[5])
-	return trDict("expires_in", int64(2), "access_token", t.token, "token_type", "Bearer", "scope", grant), nil
+	return dictOf("expires_in", int64(2), "access_token", t.token, "token_type", "Bearer", "scope", grant), nil
 }
 
 func (t *travelAPI) loginStatus([]any) (any, error) {
 	out := t.expiresIn != nil && !pyval.Eq(t.expiresIn, int64(0))
-	return trDict("status", out), nil
+	return dictOf("status", out), nil
 }
 
 func (t *travelAPI) registerCard(a []any) (any, error) {
 	if t.expiresIn == nil {
-		return trDict("error", "Token not initialized"), nil
+		return errDict("Token not initialized"), nil
 	}
 	if msg := t.checkToken(a[0]); msg != "" {
-		return trDict("error", msg), nil
+		return errDict(msg), nil
 	}
 	// Python checks the card number against the card ids.
-	known, err := trHasKey(t.cards, a[1])
+	known, err := dictHas(t.cards, a[1])
 	if err != nil {
 		return nil, err
 	}
 	if known {
-		return trDict("error", "Card already registered"), nil
+		return errDict("Card already registered"), nil
 	}
 	id := t.drawID(100000000000, 999999999999)
-	t.cards.Set(id, trDict(
+	t.cards.Set(id, dictOf(
 		"card_number", pyval.Copy(a[1]),
 		"expiration_date", pyval.Copy(a[2]),
 		"cardholder_name", pyval.Copy(a[3]),
 		"card_verification_number", pyval.Copy(a[4]),
 		"balance", t.rng.Intn(10000, 99999),
 	))
-	return trDict("card_id", id), nil
+	return dictOf("card_id", id), nil
 }
 
 func (t *travelAPI) cardBalance(a []any) (any, error) {
 	if msg := t.checkToken(a[0]); msg != "" {
-		return trDict("error", msg), nil
+		return errDict(msg), nil
 	}
-	known, err := trHasKey(t.cards, a[1])
+	known, err := dictHas(t.cards, a[1])
 	if err != nil {
 		return nil, err
 	}
@@ -255,18 +243,18 @@ func (t *travelAPI) cardBalance(a []any) (any, error) {
 		for i, k := range t.cards.Keys {
 			ids[i] = k
 		}
-		return trDict("error", "Card not registered. Here are a list of card_id's: "+pyval.Repr(ids)), nil
+		return errDict("Card not registered. Here are a list of card_id's: " + pyval.Repr(ids)), nil
 	}
-	bal, err := trItem(t.cards.Value(a[1].(string)), "balance")
+	bal, err := getItem(t.cards.Value(a[1].(string)), "balance")
 	if err != nil {
 		return nil, err
 	}
-	return trDict("card_balance", bal), nil
+	return dictOf("card_balance", bal), nil
 }
 
 // trBookingFailed is book_flight's answer when it books nothing.
 func trBookingFailed(msg string) *pyval.Dict {
-	return trDict("booking_status", false, "error", msg)
+	return dictOf("booking_status", false, "error", msg)
 }
 
 func (t *travelAPI) bookFlight(a []any) (any, error) {
@@ -274,7 +262,7 @@ func (t *travelAPI) bookFlight(a []any) (any, error) {
 	if msg := t.checkToken(access); msg != "" {
 		return trBookingFailed(msg), nil
 	}
-	known, err := trHasKey(t.cards, cardID)
+	known, err := dictHas(t.cards, cardID)
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +271,7 @@ func (t *travelAPI) bookFlight(a []any) (any, error) {
 	}
 	id := cardID.(string)
 	card := t.cards.Value(id)
-	hasBalance, err := trContains(card, "balance")
+	hasBalance, err := contains(card, "balance")
 	if err != nil {
 		return nil, err
 	}
@@ -296,26 +284,24 @@ func (t *travelAPI) bookFlight(a []any) (any, error) {
 	if !trIsAirport(to) {
 		return trBookingFailed("Invalid destination airport code: " + Str(to)), nil
 	}
-	if _, _, _, ok, err := trParseDate(date); err != nil {
-		return nil, err
-	} else if !ok {
+	if _, err := strptime(date, false); isExc(err, "ValueError") {
 		return trBookingFailed("Invalid date format. Use YYYY-MM-DD."), nil
+	} else if err != nil {
+		return nil, err
 	}
-	if err := trHashable(class); err != nil {
+	if err := hashable(class); err != nil {
 		return nil, err
 	}
 	if s, ok := class.(string); !ok || (s != "economy" && s != "business" && s != "first") {
 		return trBookingFailed("Invalid travel class. Must be one of {'first', 'business', 'economy'}"), nil
 	}
 	cost, err := trFlightCost(from, to, date, class)
-	if err != nil {
-		var ve *trValueError
-		if errors.As(err, &ve) {
-			return trBookingFailed(ve.Error()), nil
-		}
+	if isExc(err, "ValueError") {
+		return trBookingFailed(err.Error()), nil
+	} else if err != nil {
 		return nil, err
 	}
-	bal, err := trItem(card, "balance")
+	bal, err := getItem(card, "balance")
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +311,7 @@ func (t *travelAPI) bookFlight(a []any) (any, error) {
 		return trBookingFailed("Insufficient funds"), nil
 	}
 	if t.budget != nil {
-		bal, err := trItem(card, "balance")
+		bal, err := getItem(card, "balance")
 		if err != nil {
 			return nil, err
 		}
@@ -340,7 +326,7 @@ func (t *travelAPI) bookFlight(a []any) (any, error) {
 	}
 	bookingID := t.drawID(1000000, 9999999)
 	transactionID := t.drawID(10000000, 99999999)
-	t.bookings.Set(bookingID, trDict(
+	t.bookings.Set(bookingID, dictOf(
 		"card_id", id,
 		"travel_date", date,
 		"travel_from", from,
@@ -349,38 +335,38 @@ func (t *travelAPI) bookFlight(a []any) (any, error) {
 		"travel_cost", cost,
 		"transaction_id", transactionID,
 	))
-	return trDict("booking_id", bookingID, "transaction_id", transactionID, "booking_status", true, "booking_history", pyval.NewDict()), nil
+	return dictOf("booking_id", bookingID, "transaction_id", transactionID, "booking_status", true, "booking_history", pyval.NewDict()), nil
 }
 
 func (t *travelAPI) retrieveInvoice(a []any) (any, error) {
 	if msg := t.checkToken(a[0]); msg != "" {
-		return trDict("error", msg), nil
+		return errDict(msg), nil
 	}
-	found, err := trHasKey(t.bookings, a[1])
+	found, err := dictHas(t.bookings, a[1])
 	if err != nil {
 		return nil, err
 	}
 	if !found {
-		return trDict("error", "Booking not found"), nil
+		return errDict("Booking not found"), nil
 	}
 	record := t.bookings.Value(a[1].(string))
-	invoice := trDict("booking_id", a[1])
+	invoice := dictOf("booking_id", a[1])
 	for _, k := range []string{"travel_date", "travel_from", "travel_to", "travel_class", "travel_cost", "transaction_id"} {
-		v, err := trItem(record, k)
+		v, err := getItem(record, k)
 		if err != nil {
 			return nil, err
 		}
 		invoice.Set(k, v)
 	}
-	return trDict("invoice", invoice), nil
+	return dictOf("invoice", invoice), nil
 }
 
 func (t *travelAPI) cancelBooking(a []any) (any, error) {
-	fail := func(msg string) (any, error) { return trDict("cancel_status", false, "error", msg), nil }
+	fail := func(msg string) (any, error) { return dictOf("cancel_status", false, "error", msg), nil }
 	if msg := t.checkToken(a[0]); msg != "" {
 		return fail(msg)
 	}
-	found, err := trHasKey(t.bookings, a[1])
+	found, err := dictHas(t.bookings, a[1])
 	if err != nil {
 		return nil, err
 	}
@@ -389,15 +375,15 @@ func (t *travelAPI) cancelBooking(a []any) (any, error) {
 	}
 	id := a[1].(string)
 	record := t.bookings.Value(id)
-	cardID, err := trItem(record, "card_id")
+	cardID, err := getItem(record, "card_id")
 	if err != nil {
 		return nil, err
 	}
-	cost, err := trItem(record, "travel_cost")
+	cost, err := getItem(record, "travel_cost")
 	if err != nil {
 		return nil, err
 	}
-	card, err := trGetKey(t.cards, cardID)
+	card, err := dictGet(t.cards, cardID)
 	if err != nil {
 		return nil, err
 	}
@@ -405,28 +391,27 @@ func (t *travelAPI) cancelBooking(a []any) (any, error) {
 		return nil, err
 	}
 	t.bookings.Delete(id)
-	return trDict("cancel_status", true), nil
+	return dictOf("cancel_status", true), nil
 }
 
 func (t *travelAPI) verifyTraveler(a []any) (any, error) {
 	first, last, birth, passport := a[0], a[1], a[2], a[3]
 	fail := func(msg string) (any, error) {
-		return trDict("verification_status", false, "verification_failure", msg), nil
+		return dictOf("verification_status", false, "verification_failure", msg), nil
 	}
 	if !pyval.Eq(t.firstName, first) || !pyval.Eq(t.lastName, last) {
 		return fail("Cannot book flight information for another user." +
 			"Expected " + Str(t.firstName) + " " + Str(t.lastName) + ", got " + Str(first) + " " + Str(last))
 	}
-	y, m, d, ok, err := trParseDate(birth)
-	if err != nil {
+	born, err := strptime(birth, false)
+	if isExc(err, "ValueError") {
+		return fail("Invalid date of birth format. Please use YYYY-MM-DD.")
+	} else if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return fail("Invalid date of birth format. Please use YYYY-MM-DD.")
-	}
 	now := time.Now()
-	age := now.Year() - y
-	if int(now.Month()) < m || int(now.Month()) == m && now.Day() < d {
+	age := now.Year() - born.Year()
+	if now.Month() < born.Month() || now.Month() == born.Month() && now.Day() < born.Day() {
 		age--
 	}
 	if age < 18 {
@@ -434,17 +419,17 @@ func (t *travelAPI) verifyTraveler(a []any) (any, error) {
 	}
 	p, ok := passport.(string)
 	if !ok {
-		return nil, Raise("%s object has no attribute 'startswith'", pyval.Quote(TypeName(passport)))
+		return nil, noAttr(passport, "startswith")
 	}
 	if len(p) < 2 || p[:2] != "US" {
 		return fail("Passport must be issued by the United States.")
 	}
-	return trDict("verification_status", true), nil
+	return dictOf("verification_status", true), nil
 }
 
 func (t *travelAPI) purchaseInsurance(a []any) (any, error) {
 	access, bookingID, cost, cardID := a[0], a[2], a[3], a[4]
-	fail := func(msg string) (any, error) { return trDict("insurance_status", false, "error", msg), nil }
+	fail := func(msg string) (any, error) { return dictOf("insurance_status", false, "error", msg), nil }
 	if msg := t.checkToken(access); msg != "" {
 		return fail(msg)
 	}
@@ -457,14 +442,14 @@ func (t *travelAPI) purchaseInsurance(a []any) (any, error) {
 			return fail("Exceeded budget limit")
 		}
 	}
-	found, err := trHasKey(t.bookings, bookingID)
+	found, err := dictHas(t.bookings, bookingID)
 	if err != nil {
 		return nil, err
 	}
 	if !found {
 		return fail("Booking not found")
 	}
-	known, err := trHasKey(t.cards, cardID)
+	known, err := dictHas(t.cards, cardID)
 	if err != nil {
 		return nil, err
 	}
@@ -474,5 +459,5 @@ func (t *travelAPI) purchaseInsurance(a []any) (any, error) {
 	if err := trUpdate(t.cards.Value(cardID.(string)), "balance", "-=", pyval.Copy(cost)); err != nil {
 		return nil, err
 	}
-	return trDict("insurance_id", t.drawID(100000000, 999999999), "insurance_status", true), nil
+	return dictOf("insurance_id", t.drawID(100000000, 999999999), "insurance_status", true), nil
 }

@@ -176,7 +176,7 @@ func TestTravelProbes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		in, err := NewInstances([]string{"TravelAPI"}, trDict("TravelAPI", cfg))
+		in, err := NewInstances([]string{"TravelAPI"}, dictOf("TravelAPI", cfg))
 		if err != nil {
 			t.Fatal(err)
 		}

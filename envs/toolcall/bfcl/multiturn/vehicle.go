@@ -18,8 +18,7 @@ import (
 //
 // The attributes keep whatever Python value the scenario or a call gave
 // them (a fuel level loaded as an int stays an int), and the arithmetic
-// on them is Python's, with its TypeErrors. Deviation: a random_seed that
-// is not an int (Python would hash a float or a str) is refused by Load.
+// on them is Python's, with its TypeErrors.
 type vehicleAPI struct {
 	random *Random
 
@@ -55,7 +54,7 @@ func vehDefaults() *pyval.Dict {
 	for _, d := range []string{"driver", "passenger", "rear_left", "rear_right"} {
 		doors.Set(d, "unlocked")
 	}
-	return vehDict(
+	return dictOf(
 		"random_seed", int64(141053),
 		"fuelLevel", 0.0,
 		"batteryVoltage", 12.6,
@@ -89,20 +88,16 @@ func (v *vehicleAPI) Load(cfg *pyval.Dict) error {
 		}
 		return def.Value(k)
 	}
-	switch seed := get("random_seed").(type) {
-	case int64:
-		v.random = NewRandom(seed)
-	case bool:
-		v.random = NewRandom(int64(vehBoolInt(seed)))
-	default:
-		return Raise("random_seed is a %s, not an int", TypeName(seed))
+	var err error
+	if v.random, err = seedRandom(get("random_seed")); err != nil {
+		return err
 	}
 	v.fuelLevel = get("fuelLevel")
 	v.batteryVoltage = get("batteryVoltage")
 	v.engineState = get("engineState")
 	doors, ok := get("doorStatus").(*pyval.Dict)
 	if !ok {
-		return Raise("%s object has no attribute 'keys'", pyval.Quote(TypeName(get("doorStatus"))))
+		return noAttr(get("doorStatus"), "keys")
 	}
 	v.doorStatus = doors
 	// The scenario's remainingUnlockedDoors is overridden by the doors.
@@ -134,7 +129,7 @@ func (v *vehicleAPI) Load(cfg *pyval.Dict) error {
 // State is vars(instance) without the private attributes, in Python's
 // order of assignment.
 func (v *vehicleAPI) State() *pyval.Dict {
-	d := vehDict(
+	d := dictOf(
 		"fuelLevel", v.fuelLevel,
 		"batteryVoltage", v.batteryVoltage,
 		"engine_state", v.engineState,
@@ -165,10 +160,10 @@ func (v *vehicleAPI) Methods() []Method {
 		{Name: "lockDoors", Params: []Param{Req("unlock"), Req("door")}, Call: v.lockDoors},
 		{Name: "adjustClimateControl", Params: []Param{Req("temperature"), Opt("unit", "celsius"), Opt("fanSpeed", int64(50)), Opt("mode", "auto")}, Call: v.adjustClimateControl},
 		{Name: "get_outside_temperature_from_google", Call: func([]any) (any, error) {
-			return vehDict("outsideTemperature", v.random.Uniform(-10.0, 40.0)), nil
+			return dictOf("outsideTemperature", v.random.Uniform(-10.0, 40.0)), nil
 		}},
 		{Name: "get_outside_temperature_from_weather_com", Call: func([]any) (any, error) {
-			return vehDict("error", int64(404)), nil
+			return dictOf("error", int64(404)), nil
 		}},
 		{Name: "setHeadlights", Params: []Param{Req("mode")}, Call: v.setHeadlights},
 		{Name: "displayCarStatus", Params: []Param{Req("option")}, Call: v.displayCarStatus},
@@ -176,25 +171,25 @@ func (v *vehicleAPI) Methods() []Method {
 		{Name: "pressBrakePedal", Params: []Param{Req("pedalPosition")}, Call: v.pressBrakePedal},
 		{Name: "releaseBrakePedal", Call: func([]any) (any, error) {
 			v.brakePedalStatus, v.brakePedalForce = "released", 0.0
-			return vehDict("brakePedalStatus", "released", "brakePedalForce", 0.0), nil
+			return dictOf("brakePedalStatus", "released", "brakePedalForce", 0.0), nil
 		}},
 		{Name: "setCruiseControl", Params: []Param{Req("speed"), Req("activate"), Req("distanceToNextVehicle")}, Call: v.setCruiseControl},
 		{Name: "get_current_speed", Call: func([]any) (any, error) {
-			return vehDict("currentSpeed", v.random.Uniform(0.0, 120.0)), nil
+			return dictOf("currentSpeed", v.random.Uniform(0.0, 120.0)), nil
 		}},
 		{Name: "display_log", Params: []Param{Req("messages")}, Call: func(a []any) (any, error) {
-			return vehDict("log", a[0]), nil
+			return dictOf("log", a[0]), nil
 		}},
 		{Name: "estimate_drive_feasibility_by_mileage", Params: []Param{Req("distance")}, Call: func(a []any) (any, error) {
-			reach, err := vehArith('*', v.fuelLevel, 20.0)
+			reach, err := arith("*", v.fuelLevel, 20.0)
 			if err != nil {
 				return nil, err
 			}
-			short, err := vehCompare("<", reach, a[0])
+			short, err := Compare("<", reach, a[0])
 			if err != nil {
 				return nil, err
 			}
-			return vehDict("canDrive", !short), nil
+			return dictOf("canDrive", !short), nil
 		}},
 		{Name: "liter_to_gallon", Params: []Param{Req("liter")}, Call: func(a []any) (any, error) {
 			return vehConvert("gallon", a[0], 0.264172)
@@ -212,19 +207,19 @@ func (v *vehicleAPI) Methods() []Method {
 					zip = z
 				}
 			}
-			return vehDict("zipcode", zip), nil
+			return dictOf("zipcode", zip), nil
 		}},
 		{Name: "set_navigation", Params: []Param{Req("destination")}, Call: func(a []any) (any, error) {
 			v.destination = a[0] // set even when the message below fails
-			s, err := vehArith('+', "Navigating to ", a[0])
+			s, err := arith("+", "Navigating to ", a[0])
 			if err != nil {
 				return nil, err
 			}
-			return vehDict("status", s), nil
+			return dictOf("status", s), nil
 		}},
 		{Name: "check_tire_pressure", Call: v.checkTirePressure},
 		{Name: "find_nearest_tire_shop", Call: func([]any) (any, error) {
-			return vehDict("shopLocation", "456 Oakwood Avenue, Rivermist, 83214"), nil
+			return dictOf("shopLocation", "456 Oakwood Avenue, Rivermist, 83214"), nil
 		}},
 	}
 }
@@ -241,58 +236,58 @@ func (v *vehicleAPI) startEngine(a []any) (any, error) {
 				unlocked = append(unlocked, d)
 			}
 		}
-		return vehError("All doors must be locked before starting the engine. Here are the unlocked doors: " + strings.Join(unlocked, ", ")), nil
+		return errDict("All doors must be locked before starting the engine. Here are the unlocked doors: " + strings.Join(unlocked, ", ")), nil
 	}
 	if !pyval.Eq(v.brakePedalStatus, "pressed") {
-		return vehError("Brake pedal needs to be pressed when starting the engine."), nil
+		return errDict("Brake pedal needs to be pressed when starting the engine."), nil
 	}
 	if !pyval.Eq(v.brakePedalForce, 1000.0) {
-		return vehError("Must press the brake fully before starting the engine."), nil
+		return errDict("Must press the brake fully before starting the engine."), nil
 	}
-	empty, err := vehCompare("<", v.fuelLevel, 0.0)
+	empty, err := Compare("<", v.fuelLevel, 0.0)
 	if err != nil {
 		return nil, err
 	}
 	if empty {
-		return vehError("Fuel tank is empty."), nil
+		return errDict("Fuel tank is empty."), nil
 	}
 	if !pyval.Eq(mode, "START") {
-		return vehError("Invalid ignition mode."), nil
+		return errDict("Invalid ignition mode."), nil
 	}
 	v.engineState = "running"
-	return vehDict("engineState", v.engineState, "fuelLevel", v.fuelLevel, "batteryVoltage", v.batteryVoltage), nil
+	return dictOf("engineState", v.engineState, "fuelLevel", v.fuelLevel, "batteryVoltage", v.batteryVoltage), nil
 }
 
 func (v *vehicleAPI) fillFuelTank(a []any) (any, error) {
 	amount := a[0]
-	neg, err := vehCompare("<", amount, int64(0))
+	neg, err := Compare("<", amount, int64(0))
 	if err != nil {
 		return nil, err
 	}
 	if neg {
-		return vehError("Fuel amount cannot be negative."), nil
+		return errDict("Fuel amount cannot be negative."), nil
 	}
-	level, err := vehArith('+', v.fuelLevel, amount)
+	level, err := arith("+", v.fuelLevel, amount)
 	if err != nil {
 		return nil, err
 	}
-	over, err := vehCompare(">", level, int64(50))
+	over, err := Compare(">", level, int64(50))
 	if err != nil {
 		return nil, err
 	}
 	if over {
-		return vehError("Cannot fill gas above the tank capacity."), nil
+		return errDict("Cannot fill gas above the tank capacity."), nil
 	}
 	// Python adds again for this test and for the new level: the same sum.
-	under, err := vehCompare("<", level, 0.0)
+	under, err := Compare("<", level, 0.0)
 	if err != nil {
 		return nil, err
 	}
 	if under {
-		return vehError("Fuel tank is empty. Min fuel level is 0 gallons."), nil
+		return errDict("Fuel tank is empty. Min fuel level is 0 gallons."), nil
 	}
 	v.fuelLevel = level
-	return vehDict("fuelLevel", v.fuelLevel), nil
+	return dictOf("fuelLevel", v.fuelLevel), nil
 }
 
 func (v *vehicleAPI) lockDoors(a []any) (any, error) {
@@ -300,12 +295,12 @@ func (v *vehicleAPI) lockDoors(a []any) (any, error) {
 	if Truthy(a[0]) {
 		to = "unlocked"
 	}
-	doors, err := vehIter(a[1])
+	doors, err := iterate(a[1])
 	if err != nil {
 		return nil, err
 	}
 	for _, d := range doors {
-		status, err := vehLookup(v.doorStatus, d)
+		status, err := dictGet(v.doorStatus, d)
 		if err != nil {
 			return nil, err
 		}
@@ -319,32 +314,32 @@ func (v *vehicleAPI) lockDoors(a []any) (any, error) {
 			v.remainingUnlockedDoors--
 		}
 	}
-	return vehDict("lockStatus", to, "remainingUnlockedDoors", v.remainingUnlockedDoors), nil
+	return dictOf("lockStatus", to, "remainingUnlockedDoors", v.remainingUnlockedDoors), nil
 }
 
 func (v *vehicleAPI) adjustClimateControl(a []any) (any, error) {
 	temp, unit, fan, mode := a[0], a[1], a[2], a[3]
-	ok, err := vehCompare("<=", int64(0), fan)
+	ok, err := Compare("<=", int64(0), fan)
 	if err != nil {
 		return nil, err
 	}
 	if ok {
-		if ok, err = vehCompare("<=", fan, int64(100)); err != nil {
+		if ok, err = Compare("<=", fan, int64(100)); err != nil {
 			return nil, err
 		}
 	}
 	if !ok {
-		return vehError("Fan speed must be between 0 and 100."), nil
+		return errDict("Fan speed must be between 0 and 100."), nil
 	}
 	v.acTemperature = temp
 	if pyval.Eq(unit, "fahrenheit") {
 		// (temperature - 32) * 5 / 9; a failure leaves acTemperature set.
-		c, err := vehArith('-', temp, int64(32))
+		c, err := arith("-", temp, int64(32))
 		if err == nil {
-			c, err = vehArith('*', c, int64(5))
+			c, err = arith("*", c, int64(5))
 		}
 		if err == nil {
-			c, err = vehArith('/', c, int64(9))
+			c, err = arith("/", c, int64(9))
 		}
 		if err != nil {
 			return nil, err
@@ -352,7 +347,7 @@ func (v *vehicleAPI) adjustClimateControl(a []any) (any, error) {
 		v.acTemperature = c
 	}
 	v.fanSpeed, v.acMode = fan, mode
-	return vehDict("currentACTemperature", temp, "climateMode", mode, "humidityLevel", v.humidityLevel), nil
+	return dictOf("currentACTemperature", temp, "climateMode", mode, "humidityLevel", v.humidityLevel), nil
 }
 
 func (v *vehicleAPI) setHeadlights(a []any) (any, error) {
@@ -362,32 +357,32 @@ func (v *vehicleAPI) setHeadlights(a []any) (any, error) {
 	case pyval.Eq(a[0], "off"), pyval.Eq(a[0], "auto"):
 		v.headLightStatus = "off"
 	default:
-		return vehError("Invalid headlight mode."), nil
+		return errDict("Invalid headlight mode."), nil
 	}
-	return vehDict("headlightStatus", v.headLightStatus), nil
+	return dictOf("headlightStatus", v.headLightStatus), nil
 }
 
 func (v *vehicleAPI) displayCarStatus(a []any) (any, error) {
 	option, _ := a[0].(string)
 	switch option {
 	case "fuel":
-		return vehDict("fuelLevel", v.fuelLevel), nil
+		return dictOf("fuelLevel", v.fuelLevel), nil
 	case "battery":
-		return vehDict("batteryVoltage", v.batteryVoltage), nil
+		return dictOf("batteryVoltage", v.batteryVoltage), nil
 	case "doors":
-		return vehDict("doorStatus", v.doorStatus), nil
+		return dictOf("doorStatus", v.doorStatus), nil
 	case "climate":
-		return vehDict("currentACTemperature", v.acTemperature, "fanSpeed", v.fanSpeed, "climateMode", v.acMode, "humidityLevel", v.humidityLevel), nil
+		return dictOf("currentACTemperature", v.acTemperature, "fanSpeed", v.fanSpeed, "climateMode", v.acMode, "humidityLevel", v.humidityLevel), nil
 	case "headlights":
-		return vehDict("headlightStatus", v.headLightStatus), nil
+		return dictOf("headlightStatus", v.headLightStatus), nil
 	case "parkingBrake":
-		return vehDict("parkingBrakeStatus", v.parkingBrakeStatus, "parkingBrakeForce", v.parkingBrakeForce, "slopeAngle", v.slopeAngle), nil
+		return dictOf("parkingBrakeStatus", v.parkingBrakeStatus, "parkingBrakeForce", v.parkingBrakeForce, "slopeAngle", v.slopeAngle), nil
 	case "brakePedal":
-		return vehDict("brakePedalStatus", v.brakePedalStatus, "brakePedalForce", v.brakePedalForce), nil
+		return dictOf("brakePedalStatus", v.brakePedalStatus, "brakePedalForce", v.brakePedalForce), nil
 	case "engine":
-		return vehDict("engineState", v.engineState), nil
+		return dictOf("engineState", v.engineState), nil
 	}
-	return vehError("Invalid option"), nil
+	return errDict("Invalid option"), nil
 }
 
 func (v *vehicleAPI) activateParkingBrake(a []any) (any, error) {
@@ -397,84 +392,84 @@ func (v *vehicleAPI) activateParkingBrake(a []any) (any, error) {
 	case pyval.Eq(a[0], "release"):
 		v.parkingBrakeStatus, v.parkingBrakeForce = "released", 0.0
 	default:
-		return vehError("Invalid mode"), nil
+		return errDict("Invalid mode"), nil
 	}
 	v.slopeAngle = 10.0 // on release too, as in Python
-	return vehDict("parkingBrakeStatus", v.parkingBrakeStatus, "_parkingBrakeForce", v.parkingBrakeForce, "_slopeAngle", 10.0), nil
+	return dictOf("parkingBrakeStatus", v.parkingBrakeStatus, "_parkingBrakeForce", v.parkingBrakeForce, "_slopeAngle", 10.0), nil
 }
 
 func (v *vehicleAPI) pressBrakePedal(a []any) (any, error) {
 	pos := a[0]
-	ok, err := vehCompare("<=", int64(0), pos)
+	ok, err := Compare("<=", int64(0), pos)
 	if err != nil {
 		return nil, err
 	}
 	if ok {
-		if ok, err = vehCompare("<=", pos, int64(1)); err != nil {
+		if ok, err = Compare("<=", pos, int64(1)); err != nil {
 			return nil, err
 		}
 	}
 	if !ok {
-		return vehError("Pedal position must be between 0 and 1."), nil
+		return errDict("Pedal position must be between 0 and 1."), nil
 	}
 	if pyval.Eq(pos, int64(0)) {
 		v.brakePedalStatus, v.brakePedalForce = "released", 0.0
-		return vehDict("brakePedalStatus", "released", "brakePedalForce", 0.0), nil
+		return dictOf("brakePedalStatus", "released", "brakePedalForce", 0.0), nil
 	}
-	force, err := vehArith('*', pos, int64(1000))
+	force, err := arith("*", pos, int64(1000))
 	if err != nil {
 		return nil, err
 	}
-	f, err := vehFloat(force)
+	f, err := toFloat(force)
 	if err != nil {
 		return nil, err
 	}
 	v.brakePedalStatus, v.brakePedalForce = "pressed", force
-	return vehDict("brakePedalStatus", "pressed", "brakePedalForce", f), nil
+	return dictOf("brakePedalStatus", "pressed", "brakePedalForce", f), nil
 }
 
 func (v *vehicleAPI) setCruiseControl(a []any) (any, error) {
-	dist, err := vehFloat(a[2])
+	dist, err := toFloat(a[2])
 	if err != nil {
 		return nil, err
 	}
-	speed, err := vehFloat(a[0])
+	speed, err := toFloat(a[0])
 	if err != nil {
 		return nil, err
 	}
 	if pyval.Eq(v.engineState, "stopped") {
-		return vehError("Start the engine before activating the cruise control."), nil
+		return errDict("Start the engine before activating the cruise control."), nil
 	}
 	status := "inactive"
 	if Truthy(a[1]) {
 		v.distanceToNextVehicle = dist // set even for an invalid speed
-		if speed < 0 || speed > 120 || vehFloatMod(speed, 5) != 0 {
-			return vehError("Invalid speed"), nil
+		if speed < 0 || speed > 120 || floatMod(speed, 5) != 0 {
+			return errDict("Invalid speed"), nil
 		}
 		status = "active"
 	}
 	v.cruiseStatus, v.distanceToNextVehicle = status, dist
-	return vehDict("cruiseStatus", status, "currentSpeed", speed, "distanceToNextVehicle", dist), nil
+	return dictOf("cruiseStatus", status, "currentSpeed", speed, "distanceToNextVehicle", dist), nil
 }
 
 func (v *vehicleAPI) checkTirePressure([]any) (any, error) {
 	sum := v.tirePressures[0]
 	for _, p := range v.tirePressures[1:] {
 		var err error
-		if sum, err = vehArith('+', sum, p); err != nil {
+		if sum, err = arith("+", sum, p); err != nil {
 			return nil, err
 		}
 	}
-	mean, err := vehArith('/', sum, int64(4))
+	mean, err := arith("/", sum, int64(4))
 	if err != nil {
 		return nil, err
 	}
-	healthy, err := vehCompare("<=", int64(30), mean)
+	healthy, err := Compare("<=", int64(30), mean)
 	if err != nil {
 		return nil, err
 	}
 	if healthy {
-		if healthy, err = vehCompare("<=", mean, int64(35)); err != nil {
+		if healthy, err = Compare("<=", mean, int64(35)); err != nil {
 			return nil, err
 		}
 	}
@@ -489,11 +484,11 @@ func (v *vehicleAPI) checkTirePressure([]any) (any, error) {
 
 // vehConvert is a unit conversion: {key: amount * factor}.
 func vehConvert(key string, amount any, factor float64) (any, error) {
-	x, err := vehArith('*', amount, factor)
+	x, err := arith("*", amount, factor)
 	if err != nil {
 		return nil, err
 	}
-	return vehDict(key, x), nil
+	return dictOf(key, x), nil
 }
 
 // vehDistances are estimate_distance's known distances, in km, between
@@ -522,11 +517,11 @@ func vehDistance(cityA, cityB any) *pyval.Dict {
 	if aok && bok {
 		for _, d := range vehDistances {
 			if a == d.a && b == d.b || a == d.b && b == d.a {
-				return vehDict("distance", d.km)
+				return dictOf("distance", d.km)
 			}
 		}
 	}
-	return vehError("distance not found in database.")
+	return errDict("distance not found in database.")
 }
 
 // vehZipcodes are get_zipcode_based_on_city's cities; any other is
