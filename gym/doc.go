@@ -27,9 +27,15 @@
 //
 // Optional interfaces add capabilities, found by type assertion: an Env
 // that implements Verifier is judged after its terminating step, from inputs
-// the agent never saw; a Kind that implements Configurer gets the server's
-// Settings once before its first New (to open a sandbox backend, say) and a
-// Shutdown at the end. Every kind's tests run gym/gymtest.CheckKind.
+// the agent never saw; a Kind that implements Configurer gets a Manager's
+// Settings once, before the Manager's first session of the kind, and
+// returns an Instance that holds what they opened (a sandbox backend, say),
+// makes that Manager's envs in place of Kind.New, and is shut down at the
+// Manager's Shutdown. The registered Kind stays stateless, as a
+// database/sql Driver does with its DriverContext's Connectors: two
+// Managers of one process configure a kind each with their own Settings
+// and share nothing of it (Manager.Instance returns a Manager's). Every
+// kind's tests run gym/gymtest.CheckKind.
 //
 // # Sessions
 //

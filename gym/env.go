@@ -36,7 +36,10 @@ type Env interface {
 }
 
 // Kind makes Envs of one kind. A Kind is registered once, by name, from its
-// package's init; New is called concurrently.
+// package's init, and serves every Manager of the process, so it keeps
+// nothing of one Manager's: a kind that needs settings or resources
+// implements Configurer, and its Instances make the envs. New is called
+// concurrently.
 type Kind interface {
 	Spec() Spec
 	New(ctx context.Context) (Env, error)
@@ -61,14 +64,31 @@ type Verifier interface {
 }
 
 // Configurer is implemented by kinds that need settings or resources that
-// outlive a session, such as a sandbox backend and its warm pools. A
-// Manager calls Configure once, before the kind's first New, with its
-// Settings; a failure makes that kind's sessions fail with the error (as
-// the infrastructure's fault) and is retried at the next create. The
-// Manager calls Shutdown once at its own Shutdown, after every session of
-// the kind has closed. A kind keeps what Configure opened in its own value.
+// outlive a session, such as a sandbox backend and its warm pools. It is
+// the split of database/sql's DriverContext: the registered Kind stays
+// stateless, and Configure returns an Instance, the kind as one Manager's
+// Settings make it, which holds what they opened. A Manager calls
+// Configure once, before the kind's first session, with its Settings; a
+// failure makes that kind's sessions fail with the error (as the
+// infrastructure's fault) and is retried at the next create. From then on
+// the Manager asks the Instance, not the Kind, for new envs, and calls the
+// Instance's Shutdown once at its own Shutdown, after every session of the
+// kind has closed. Two Managers of one process call Configure each, with
+// their own Settings, and get Instances of their own (Manager.Instance
+// returns a Manager's). The kind's own New is not called by a Manager; it
+// may fail, saying the kind is not configured. The ctx is for Configure's
+// own work, not to be kept.
 type Configurer interface {
-	Configure(ctx context.Context, s Settings) error
+	Configure(ctx context.Context, s Settings) (Instance, error)
+}
+
+// Instance is a kind configured by one Manager (Configurer): its Settings
+// and what they opened. New makes the Manager's envs of the kind, and is
+// called concurrently, as Kind.New is; Shutdown releases everything the
+// Instance holds (its envs are closed already) and must not block past
+// ctx. A Manager calls Shutdown once; no New follows it.
+type Instance interface {
+	New(ctx context.Context) (Env, error)
 	Shutdown(ctx context.Context) error
 }
 

@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,7 +37,8 @@ type Config struct {
 	Tasks *Catalog
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
-	// Settings are passed to kinds that implement Configurer.
+	// Settings are passed to kinds that implement Configurer; each
+	// Manager's kinds get its own.
 	Settings Settings
 	// Now is the clock of the idle TTL: a session's last activity and the
 	// reaper's cutoff. nil means time.Now; a test gives a clock it moves
@@ -56,8 +60,15 @@ type Manager struct {
 	reaper sync.WaitGroup
 	once   sync.Once
 
-	confMu     sync.Mutex
-	configured map[string]Configurer // kinds whose Configure succeeded
+	confMu    sync.Mutex
+	instances map[string]*instanceSlot // by kind name, of kinds that implement Configurer
+}
+
+// instanceSlot holds a kind's Instance; its mutex is held while the kind's
+// Configure runs, so creates of other kinds do not wait on it.
+type instanceSlot struct {
+	mu   sync.Mutex
+	inst Instance // nil until Configure succeeds, and after Shutdown
 }
 
 // NewManager starts a Manager and its idle reaper. Call Shutdown to stop it.
@@ -84,7 +95,7 @@ func NewManager(cfg Config) *Manager {
 	if cfg.Tasks == nil {
 		cfg.Tasks = NewCatalog()
 	}
-	m := &Manager{cfg: cfg, sessions: make(map[string]*Session), quit: make(chan struct{}), configured: map[string]Configurer{}}
+	m := &Manager{cfg: cfg, sessions: make(map[string]*Session), quit: make(chan struct{}), instances: map[string]*instanceSlot{}}
 	m.reaper.Add(1)
 	go m.reap()
 	return m
@@ -156,27 +167,61 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (*Session, Rese
 	return s, res, nil
 }
 
-// configure runs a kind's Configure once it succeeds; calls for other kinds
-// do not wait on it.
-func (m *Manager) configure(ctx context.Context, reg registered) error {
+// instance returns the Manager's Instance of a kind that implements
+// Configurer, configuring it at the first call that finds none (a failed
+// Configure is tried again at the next); ok is false for other kinds.
+// Calls for other kinds do not wait on a Configure.
+func (m *Manager) instance(ctx context.Context, reg registered) (inst Instance, ok bool, err error) {
 	c, ok := reg.kind.(Configurer)
 	if !ok {
-		return nil
+		return nil, false, nil
 	}
 	m.confMu.Lock()
-	defer m.confMu.Unlock()
-	if _, done := m.configured[reg.spec.Name]; done {
-		return nil
+	slot := m.instances[reg.spec.Name]
+	if slot == nil {
+		slot = &instanceSlot{}
+		m.instances[reg.spec.Name] = slot
 	}
-	if err := c.Configure(ctx, m.cfg.Settings); err != nil {
-		return InfraFault("configure", fmt.Errorf("configuring %s: %w", reg.spec.Name, err))
+	m.confMu.Unlock()
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	if slot.inst != nil {
+		return slot.inst, true, nil
 	}
-	m.configured[reg.spec.Name] = c
-	return nil
+	inst, err = c.Configure(ctx, m.cfg.Settings)
+	if err == nil && inst == nil {
+		err = errors.New("its Configure returned no instance")
+	}
+	if err != nil {
+		return nil, true, InfraFault("configure", fmt.Errorf("configuring %s: %w", reg.spec.Name, err))
+	}
+	slot.inst = inst
+	return inst, true, nil
 }
 
+// Instance returns the Instance the Manager configured kind with, nil when
+// it holds none: the kind does not implement Configurer, none of its
+// sessions was created yet, or the Manager was shut down. It is for callers
+// that reach into a kind's own API (its pool's counts, say); the Manager
+// still owns the Instance and shuts it down. It waits for a Configure
+// of the kind under way.
+func (m *Manager) Instance(kind string) Instance {
+	m.confMu.Lock()
+	slot := m.instances[kind]
+	m.confMu.Unlock()
+	if slot == nil {
+		return nil
+	}
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	return slot.inst
+}
+
+// newEnv makes an env of the kind: the Manager's Instance makes it when
+// the kind implements Configurer, else the registered kind.
 func (m *Manager) newEnv(ctx context.Context, reg registered) (env Env, err error) {
-	if err := m.configure(ctx, reg); err != nil {
+	inst, configured, err := m.instance(ctx, reg)
+	if err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -184,7 +229,11 @@ func (m *Manager) newEnv(ctx context.Context, reg registered) (env Env, err erro
 			err = InfraFault("panic", fmt.Errorf("kind %s panicked in New: %v", reg.spec.Name, p))
 		}
 	}()
-	env, err = reg.kind.New(ctx)
+	if configured {
+		env, err = inst.New(ctx)
+	} else {
+		env, err = reg.kind.New(ctx)
+	}
 	if err == nil && env == nil {
 		err = InfraFault("new", fmt.Errorf("kind %s returned no env", reg.spec.Name))
 	}
@@ -416,13 +465,26 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 			return fmt.Errorf("shutdown: %d sessions still busy: %w", m.Len(), ctx.Err())
 		}
 	}
+	// Each kind's Instance is shut down once, in name order; a second
+	// Shutdown finds none.
 	m.confMu.Lock()
-	defer m.confMu.Unlock()
-	for name, c := range m.configured {
-		if err := c.Shutdown(ctx); err != nil && firstErr == nil {
-			firstErr = fmt.Errorf("shutting down kind %s: %w", name, err)
+	names := slices.Sorted(maps.Keys(m.instances))
+	slots := make([]*instanceSlot, len(names))
+	for i, name := range names {
+		slots[i] = m.instances[name]
+	}
+	m.confMu.Unlock()
+	for i, slot := range slots {
+		slot.mu.Lock()
+		inst := slot.inst
+		slot.inst = nil
+		slot.mu.Unlock()
+		if inst == nil {
+			continue
 		}
-		delete(m.configured, name)
+		if err := inst.Shutdown(ctx); err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("shutting down kind %s: %w", names[i], err)
+		}
 	}
 	return firstErr
 }

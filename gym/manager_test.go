@@ -707,15 +707,15 @@ func (k *confKind) Spec() gym.Spec {
 		ObservationSchema: gym.PartsSchema(0, 1, gym.PartText)}
 }
 
-func (k *confKind) Configure(_ context.Context, s gym.Settings) error {
+func (k *confKind) Configure(_ context.Context, s gym.Settings) (gym.Instance, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.configured++
 	k.seenSetting = s["sandbox"]
 	if k.failFirst && k.configured == 1 {
-		return errors.New("backend not ready")
+		return nil, errors.New("backend not ready")
 	}
-	return nil
+	return k, nil
 }
 
 func (k *confKind) Shutdown(context.Context) error {
@@ -768,5 +768,119 @@ func TestConfigurer(t *testing.T) {
 	k := theConfKind
 	if k.configured != 2 || k.shutdown != 1 || k.seenSetting != "bwrap" {
 		t.Errorf("configured %d times, shut down %d times, setting %q; want 2, 1, bwrap", k.configured, k.shutdown, k.seenSetting)
+	}
+}
+
+// perManagerKind is a kind whose Instances keep the settings they were
+// made with, for TestConfigurerPerManager. Its own New is never called by
+// a Manager.
+type perManagerKind struct{}
+
+func (perManagerKind) Spec() gym.Spec {
+	return gym.Spec{Name: "gymtest-conf-each-v1", Description: "an Instance per Manager",
+		ActionSchema: gym.PartsSchema(1, 1, gym.PartText), ObservationSchema: gym.PartsSchema(0, 1, gym.PartText)}
+}
+
+func (perManagerKind) New(context.Context) (gym.Env, error) {
+	return nil, errors.New("the registered kind made an env: the Manager did not ask its Instance")
+}
+
+func (perManagerKind) Configure(_ context.Context, s gym.Settings) (gym.Instance, error) {
+	return &perManagerInstance{setting: s["sandbox"]}, nil
+}
+
+// perManagerInstance is one Manager's perManagerKind: its envs' reset
+// observation is the setting it was configured with.
+type perManagerInstance struct {
+	setting  string
+	mu       sync.Mutex
+	shutdown int
+}
+
+func (i *perManagerInstance) New(context.Context) (gym.Env, error) { return settingEnv{i.setting}, nil }
+
+func (i *perManagerInstance) Shutdown(context.Context) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.shutdown++
+	return nil
+}
+
+func (i *perManagerInstance) shutdowns() int {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.shutdown
+}
+
+// settingEnv answers its reset with the setting its Instance was made with.
+type settingEnv struct{ setting string }
+
+func (e settingEnv) Reset(context.Context, *gym.Task, int64, gym.Options) (gym.Observation, gym.Info, error) {
+	return gym.TextObservation(e.setting), nil, nil
+}
+func (settingEnv) Step(_ context.Context, a gym.Action) (gym.Transition, error) {
+	return gym.Transition{Observation: gym.TextObservation(a.Text()), Terminated: true}, nil
+}
+func (settingEnv) Close(context.Context) error { return nil }
+
+func init() { gym.Register(perManagerKind{}) }
+
+// TestConfigurerPerManager: two Managers of one process configure a kind
+// each with their own settings; each Manager's envs come from its own
+// Instance, and each Manager's Shutdown shuts down its own only.
+func TestConfigurerPerManager(t *testing.T) {
+	const kind = "gymtest-conf-each-v1"
+	ctx := t.Context()
+	m1 := gym.NewManager(gym.Config{Settings: gym.Settings{"sandbox": "one"}})
+	m2 := gym.NewManager(gym.Config{Settings: gym.Settings{"sandbox": "two"}})
+	defer m2.Shutdown(ctx)
+	if m1.Instance(kind) != nil {
+		t.Error("an Instance before the kind's first session")
+	}
+	opened := func(m *gym.Manager, want string) *perManagerInstance {
+		t.Helper()
+		_, res, err := m.Create(ctx, gym.CreateRequest{Env: kind})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Observation.Text(); got != want {
+			t.Errorf("a session's env sees setting %q, want %q, its Manager's", got, want)
+		}
+		inst, ok := m.Instance(kind).(*perManagerInstance)
+		if !ok || inst.setting != want {
+			t.Fatalf("the Manager's Instance is %#v, want one configured with %q", m.Instance(kind), want)
+		}
+		return inst
+	}
+	i1, i2 := opened(m1, "one"), opened(m2, "two")
+	if again := opened(m1, "one"); again != i1 {
+		t.Error("a Manager configured the kind again for its second session")
+	}
+	if _, _, err := m1.Create(ctx, gym.CreateRequest{Env: "echo-v1"}); err != nil {
+		t.Fatal(err)
+	}
+	if m1.Instance("echo-v1") != nil || m1.Instance("no-such-v1") != nil {
+		t.Error("an Instance of a kind that needs no configuring, or of no kind")
+	}
+
+	if err := m1.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if i1.shutdowns() != 1 || i2.shutdowns() != 0 {
+		t.Fatalf("after the first Manager's Shutdown: its Instance shut down %d times, the other's %d; want 1 and 0",
+			i1.shutdowns(), i2.shutdowns())
+	}
+	if m1.Instance(kind) != nil {
+		t.Error("a shut-down Manager still holds an Instance")
+	}
+	if got := opened(m2, "two"); got != i2 {
+		t.Error("the second Manager lost its Instance when the first shut down")
+	}
+	if err := m2.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m1.Shutdown(ctx)
+	if i1.shutdowns() != 1 || i2.shutdowns() != 1 {
+		t.Errorf("after both Shutdowns: Instances shut down %d and %d times, want once each", i1.shutdowns(), i2.shutdowns())
 	}
 }

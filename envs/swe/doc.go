@@ -158,6 +158,9 @@
 //     DefaultTestTimeout);
 //   - "swe.image": a sandbox image for every instance, over theirs.
 //
+// Each Manager's Configure opens a backend and a harness of its own, with
+// its own settings (gym.Instance), and its Shutdown closes them.
+//
 // # Test instances
 //
 // testdata/python holds three small Python instances and testdata/go two

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nextstate-rl/nextstate/envs/internal/sbopen"
@@ -33,17 +32,22 @@ const (
 )
 
 func init() {
-	gym.Register(&Kind{shared: sbopen.Shared{Kind: KindName}})
+	gym.Register(&Kind{})
 }
 
-// Kind is swe-v1. It implements gym.Configurer (Configure opens the
-// sandbox backend that every env of the kind shares and the evaluation
-// harness over it; Shutdown closes them) and gym.OracleKind (the gold
-// patch, applied through the tools).
-type Kind struct {
-	mu      sync.Mutex
+// Kind is swe-v1. It implements gym.Configurer (Configure opens, for one
+// Manager, the sandbox backend that the Manager's envs of the kind share
+// and the evaluation harness over it; its Instance's Shutdown closes them)
+// and gym.OracleKind (the gold patch, applied through the tools). A Kind
+// holds nothing: every Manager of the process configures the registered
+// one.
+type Kind struct{}
+
+// instance is swe-v1 configured by one Manager (gym.Instance): its
+// backend and the evaluation harness over it.
+type instance struct {
+	sbopen.Sandboxes
 	harness *Harness
-	shared  sbopen.Shared
 }
 
 var (
@@ -74,23 +78,20 @@ func (k *Kind) Spec() gym.Spec {
 
 // Configure implements gym.Configurer: it opens the sandbox backend the
 // settings name (see package envs/internal/sbopen) and the evaluation
-// harness, with the swe.* settings (see the package doc). The process has
-// one Kind: a second Manager's Configure shares what the first opened,
-// whose settings hold, and the last Shutdown closes it.
-func (k *Kind) Configure(ctx context.Context, s gym.Settings) error {
+// harness, with the swe.* settings (see the package doc), for the Manager
+// whose settings s are. Each Manager gets its own; the Instance's
+// Shutdown closes the backend, and every sandbox with it.
+func (k *Kind) Configure(ctx context.Context, s gym.Settings) (gym.Instance, error) {
 	opts, err := optionsFrom(s)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	b, first, err := k.shared.Acquire(ctx, s)
-	if err != nil || !first {
-		return err
+	b, err := sbopen.Open(ctx, s)
+	if err != nil {
+		return nil, err
 	}
 	opts.Backend = sbopen.Name(s)
-	k.harness = NewHarness(b, opts)
-	return nil
+	return &instance{Sandboxes: sbopen.Sandboxes{Backend: b, Name: opts.Backend}, harness: NewHarness(b, opts)}, nil
 }
 
 // optionsFrom reads the swe.* settings.
@@ -116,27 +117,18 @@ func optionsFrom(s gym.Settings) (EvalOptions, error) {
 	return o, nil
 }
 
-// Shutdown implements gym.Configurer: the last Shutdown closes the
-// backend, and every sandbox with it.
-func (k *Kind) Shutdown(ctx context.Context) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.shared.Release(ctx, func(context.Context) error {
-		k.harness = nil
-		return nil
-	})
+// Shutdown implements gym.Instance: it closes the backend, and every
+// sandbox with it.
+func (i *instance) Shutdown(ctx context.Context) error { return i.Close(ctx) }
+
+// New implements gym.Kind. A Manager asks its Instance instead: the
+// registered Kind has no sandbox backend.
+func (k *Kind) New(context.Context) (gym.Env, error) {
+	return nil, gym.InfraFault("configure", errors.New("swe-v1 has no sandbox backend: the manager did not configure it"))
 }
 
-// New implements gym.Kind.
-func (k *Kind) New(context.Context) (gym.Env, error) {
-	k.mu.Lock()
-	h := k.harness
-	k.mu.Unlock()
-	if h == nil {
-		return nil, gym.InfraFault("configure", errors.New("swe-v1 has no sandbox backend: the manager did not configure it"))
-	}
-	return &Env{harness: h}, nil
-}
+// New implements gym.Instance.
+func (i *instance) New(context.Context) (gym.Env, error) { return &Env{harness: i.harness}, nil }
 
 // OraclePatchPath is where the oracle writes the gold patch in the sandbox,
 // outside the repository.
@@ -172,11 +164,4 @@ func OracleActions(patch string) []gym.Action {
 		}},
 		{Parts: []gym.Part{tc("oracle_3", ToolSubmit, map[string]any{})}},
 	}
-}
-
-// Harness is the configured evaluation harness (nil before Configure).
-func (k *Kind) Harness() *Harness {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.harness
 }

@@ -18,8 +18,10 @@
 // run-tests.sh that only installs its runner from the network, as
 // Terminal-Bench's template does, gives way to the sandbox's pytest),
 // "sandbox.dir" and "sandbox.owner" (passed to the backend). It opens
-// one backend and one warm pool (sandbox/pool) that every env of the kind
-// shares; the last Shutdown closes them.
+// one backend and one warm pool (sandbox/pool) per Manager, which the
+// Manager's envs of the kind share, in the gym.Instance it returns; the
+// Manager's Shutdown closes them. Two Managers of one process have a
+// backend each, with their own settings.
 //
 // # Actions
 //

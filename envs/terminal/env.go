@@ -22,7 +22,7 @@ import (
 // Env is one terminal-v1 environment: a sandbox, the persistent shell in
 // it, and the task whose tests judge the episode.
 type Env struct {
-	kind        *Kind
+	inst        *instance // the Manager's terminal-v1
 	backend     sandbox.Backend
 	pool        *pool.Pool // nil: create sandboxes directly
 	backendName string
@@ -146,7 +146,7 @@ func (e *Env) prepare(ctx context.Context) (sandbox.Sandbox, string, error) {
 	taskImage := builds && df != nil
 	switch {
 	case taskImage:
-		img, err := e.kind.image(ctx, ib, task, files, e.build, e.baseImage)
+		img, err := e.inst.image(ctx, ib, task, files, e.build, e.baseImage)
 		if err != nil {
 			return nil, "", gym.InfraFault("task_build", fmt.Errorf("task %s: building its image: %w", task.ID, err))
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/nextstate-rl/nextstate/sandbox"
 )
 
-// builtImage is one task image, built once per kind configuration.
+// builtImage is one task image, built once per instance of the kind.
 type builtImage struct {
 	once sync.Once
 	ref  string
@@ -24,12 +24,12 @@ type builtImage struct {
 // DefaultWorkdir as Terminal-Bench's images do), its hidden tests and solution
 // left out of the build context. Builds are cached by content on the
 // engines, and by task here.
-func (k *Kind) image(ctx context.Context, b sandbox.ImageBuilder, task *gym.Task, files fs.FS, bld taskBuild, base string) (string, error) {
+func (i *instance) image(ctx context.Context, b sandbox.ImageBuilder, task *gym.Task, files fs.FS, bld taskBuild, base string) (string, error) {
 	key := task.Dir
 	if key == "" {
 		key = "builtin:" + task.ID
 	}
-	v, _ := k.images.LoadOrStore(key, &builtImage{})
+	v, _ := i.images.LoadOrStore(key, &builtImage{})
 	bi := v.(*builtImage)
 	bi.once.Do(func() {
 		dir := task.Dir
@@ -59,7 +59,7 @@ func (k *Kind) image(ctx context.Context, b sandbox.ImageBuilder, task *gym.Task
 		bi.ref, bi.err = b.BuildImage(ctx, ib)
 	})
 	if bi.err != nil {
-		k.images.Delete(key) // try again at the next reset
+		i.images.Delete(key) // try again at the next reset
 		return "", bi.err
 	}
 	return bi.ref, nil

@@ -10,7 +10,6 @@ import (
 
 	"github.com/nextstate-rl/nextstate/envs/internal/sbopen"
 	"github.com/nextstate-rl/nextstate/gym"
-	"github.com/nextstate-rl/nextstate/sandbox"
 	"github.com/nextstate-rl/nextstate/sandbox/pool"
 )
 
@@ -41,22 +40,23 @@ const DefaultPoolSize = 2
 const DefaultBaseImage = "nextstate/base"
 
 func init() {
-	gym.Register(&Kind{shared: sbopen.Shared{Kind: KindName}})
+	gym.Register(&Kind{})
 }
 
-// Kind is terminal-v1. It implements gym.Configurer: Configure opens the
-// sandbox backend that every env of the kind shares, Shutdown closes it.
-type Kind struct {
-	mu      sync.Mutex
-	backend sandbox.Backend
-	pool    *pool.Pool // nil: no warm pool
-	name    string     // the backend's name
-	base    string     // the base image
-	runner  string     // the tests_runner setting
-	// shared opens the backend and counts Configure calls not yet shut
-	// down: one Kind serves every Manager of the process (tests start
-	// several).
-	shared sbopen.Shared
+// Kind is terminal-v1. It implements gym.Configurer: Configure opens a
+// sandbox backend for one Manager, which the Manager's envs of the kind
+// share; its Instance's Shutdown closes it. A Kind holds nothing: every
+// Manager of the process configures the registered one.
+type Kind struct{}
+
+var _ gym.Configurer = (*Kind)(nil)
+
+// instance is terminal-v1 configured by one Manager (gym.Instance): its
+// backend, warm pool and settings.
+type instance struct {
+	sbopen.Sandboxes
+	base   string // the base image
+	runner string // the tests_runner setting
 	// images caches built task images by task directory and Dockerfile.
 	images sync.Map
 }
@@ -92,11 +92,10 @@ const description = `Shell tasks in a sandbox (bubblewrap or Docker), in the Ter
 // by Settings["sandbox"] ("bwrap" by default; register backends by
 // importing their packages), with Settings["docker.hosts"] (comma
 // separated) and Settings["base_image"], and a warm pool over it (see
-// package envs/internal/sbopen for the sandbox settings). The process has
-// one Kind: a second Manager's Configure shares what the first opened (its
-// settings must name the same backend; the first's other settings hold),
-// and the last Shutdown closes it.
-func (k *Kind) Configure(ctx context.Context, s gym.Settings) error {
+// package envs/internal/sbopen for the sandbox settings), for the Manager
+// whose settings s are. Each Manager gets its own; the Instance's
+// Shutdown closes the pool, then the backend.
+func (k *Kind) Configure(ctx context.Context, s gym.Settings) (gym.Instance, error) {
 	base := s[SettingBaseImage]
 	if base == "" {
 		base = DefaultBaseImage
@@ -107,53 +106,40 @@ func (k *Kind) Configure(ctx context.Context, s gym.Settings) error {
 		runner = RunnerAuto
 	case RunnerAuto, RunnerScript, RunnerPytest:
 	default:
-		return fmt.Errorf("setting %s=%q: want %s (the default), %s or %s", SettingTestsRunner, runner, RunnerAuto, RunnerScript, RunnerPytest)
+		return nil, fmt.Errorf("setting %s=%q: want %s (the default), %s or %s", SettingTestsRunner, runner, RunnerAuto, RunnerScript, RunnerPytest)
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
 	size := DefaultPoolSize
-	if v, ok := s[SettingPool]; ok && k.backend == nil {
+	if v, ok := s[SettingPool]; ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			return fmt.Errorf("setting %s=%q: want a number of sandboxes (0 turns the pool off)", SettingPool, v)
+			return nil, fmt.Errorf("setting %s=%q: want a number of sandboxes (0 turns the pool off)", SettingPool, v)
 		}
 		size = n
 	}
-	b, first, err := k.shared.Acquire(ctx, s)
-	if err != nil || !first {
-		return err
+	b, err := sbopen.Open(ctx, s)
+	if err != nil {
+		return nil, err
 	}
-	k.backend, k.name, k.base, k.runner = b, sbopen.Name(s), base, runner
-	k.pool = nil
+	i := &instance{Sandboxes: sbopen.Sandboxes{Backend: b, Name: sbopen.Name(s)}, base: base, runner: runner}
 	if size > 0 {
-		k.pool = pool.New(b, pool.Options{Size: size})
+		i.Pool = pool.New(b, pool.Options{Size: size})
 	}
-	return nil
+	return i, nil
 }
 
-// Shutdown implements gym.Configurer: the last Shutdown closes the pool,
-// then the backend.
-func (k *Kind) Shutdown(ctx context.Context) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.shared.Release(ctx, func(ctx context.Context) error {
-		p := k.pool
-		k.backend, k.pool = nil, nil
-		k.images.Clear()
-		if p != nil {
-			return p.Close(ctx)
-		}
-		return nil
-	})
+// Shutdown implements gym.Instance: it closes the pool, then the backend.
+func (i *instance) Shutdown(ctx context.Context) error {
+	i.images.Clear()
+	return i.Close(ctx)
 }
 
-// New implements gym.Kind.
-func (k *Kind) New(ctx context.Context) (gym.Env, error) {
-	k.mu.Lock()
-	b, p, name, base, runner := k.backend, k.pool, k.name, k.base, k.runner
-	k.mu.Unlock()
-	if b == nil {
-		return nil, gym.InfraFault("configure", errors.New("terminal-v1 has no sandbox backend: the manager did not configure it"))
-	}
-	return &Env{kind: k, backend: b, pool: p, backendName: name, baseImage: base, runner: runner}, nil
+// New implements gym.Kind. A Manager asks its Instance instead: the
+// registered Kind has no sandbox backend.
+func (k *Kind) New(context.Context) (gym.Env, error) {
+	return nil, gym.InfraFault("configure", errors.New("terminal-v1 has no sandbox backend: the manager did not configure it"))
+}
+
+// New implements gym.Instance.
+func (i *instance) New(context.Context) (gym.Env, error) {
+	return &Env{inst: i, backend: i.Backend, pool: i.Pool, backendName: i.Name, baseImage: i.base, runner: i.runner}, nil
 }

@@ -12,14 +12,31 @@ import (
 // kind; the shared Env does the rest (parsing actions, checking calls
 // against the tools' schemas, counting the agent's bad calls, truncating).
 //
-// A Domain that also implements gym.Configurer is configured by the
-// Manager through its kind, and one that implements gym.OracleKind gives
-// its tasks' reference solutions through it.
+// A Domain that also implements Configurer is configured by each Manager
+// through its kind, and one that implements gym.OracleKind gives its
+// tasks' reference solutions through it.
 type Domain interface {
 	// Start begins an episode of task (its Data and Verifier as the domain
 	// defines them). An error fails the reset; label it with gym.InfraFault
 	// or gym.AgentFault (an unlabelled error is the infrastructure's).
 	Start(ctx context.Context, task *gym.Task, seed int64, opts gym.Options) (Episode, error)
+}
+
+// Configurer is implemented by a Domain that needs settings or resources
+// (a user simulator, a sandbox backend): gym.Configurer for a domain. The
+// kind's Configure calls it once per Manager, with the Manager's Settings,
+// and the Manager's envs of the kind start their episodes in the Instance
+// it returns, not in the registered Domain, which stays as it was.
+type Configurer interface {
+	Configure(ctx context.Context, s gym.Settings) (Instance, error)
+}
+
+// Instance is a Domain configured by one Manager (Configurer): Start
+// begins the Manager's episodes, and Shutdown releases what the Instance
+// holds, once, at the Manager's Shutdown (gym.Instance).
+type Instance interface {
+	Domain
+	Shutdown(ctx context.Context) error
 }
 
 // Episode is one episode's state in a domain. Its methods are called from

@@ -35,18 +35,26 @@ type Config struct {
 	Unchecked bool
 }
 
-// Kind is a gym kind made from a Domain by NewKind. It forwards
-// gym.Configurer and gym.OracleKind to the domain when the domain
-// implements them.
+// Kind is a gym kind made from a Domain by NewKind. It implements
+// gym.Configurer, forwarding it to the domain when the domain implements
+// Configurer, and gym.OracleKind, forwarding it when the domain
+// implements that.
 type Kind struct {
 	cfg    Config
 	domain Domain
 
 	// toolsets caches compiled tool lists by their JSON, so a reset does
 	// not compile the same schemas again (about 2 ms for tau2's tools).
+	// Every Manager of the process shares it: a compiled list depends on
+	// its JSON only, not on any Manager's settings.
 	mu       sync.Mutex
 	toolsets map[string]*Toolset
 }
+
+var (
+	_ gym.Configurer = (*Kind)(nil)
+	_ gym.OracleKind = (*Kind)(nil)
+)
 
 // maxToolsets caps the cache of compiled tool lists (BFCL has a list per case).
 const maxToolsets = 4096
@@ -103,23 +111,49 @@ func (k *Kind) Spec() gym.Spec {
 	}
 }
 
-// New implements gym.Kind.
-func (k *Kind) New(context.Context) (gym.Env, error) { return &Env{kind: k}, nil }
+// New implements gym.Kind: an Env of the registered domain (a Manager
+// asks the Instance its Configure made instead).
+func (k *Kind) New(context.Context) (gym.Env, error) { return &Env{kind: k, domain: k.domain}, nil }
 
-// Configure implements gym.Configurer for domains that need settings.
-func (k *Kind) Configure(ctx context.Context, s gym.Settings) error {
-	if c, ok := k.domain.(gym.Configurer); ok {
-		return c.Configure(ctx, s)
+// Configure implements gym.Configurer: a domain that implements
+// Configurer is configured with the Manager's settings, and the
+// Manager's envs start their episodes in the Instance it returns; any
+// other domain serves every Manager as it is.
+func (k *Kind) Configure(ctx context.Context, s gym.Settings) (gym.Instance, error) {
+	c, ok := k.domain.(Configurer)
+	if !ok {
+		return &instance{kind: k, domain: k.domain}, nil
 	}
-	return nil
+	d, err := c.Configure(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if d == nil {
+		return nil, fmt.Errorf("%s: the domain's Configure returned no instance", k.cfg.Name)
+	}
+	return &instance{kind: k, domain: d, configured: d}, nil
 }
 
-// Shutdown implements gym.Configurer.
-func (k *Kind) Shutdown(ctx context.Context) error {
-	if c, ok := k.domain.(gym.Configurer); ok {
-		return c.Shutdown(ctx)
+// instance is a Kind configured by one Manager (gym.Instance): its envs
+// start their episodes in domain.
+type instance struct {
+	kind       *Kind
+	domain     Domain
+	configured Instance // the domain's Configure made domain; nil: it is the registered one
+}
+
+// New implements gym.Instance.
+func (i *instance) New(context.Context) (gym.Env, error) {
+	return &Env{kind: i.kind, domain: i.domain}, nil
+}
+
+// Shutdown implements gym.Instance: it shuts down the domain's Instance,
+// if its Configure made one.
+func (i *instance) Shutdown(ctx context.Context) error {
+	if i.configured == nil {
+		return nil
 	}
-	return nil
+	return i.configured.Shutdown(ctx)
 }
 
 // Oracle implements gym.OracleKind for domains whose tasks carry solutions.
@@ -134,6 +168,7 @@ func (k *Kind) Oracle(task *gym.Task) (gym.Oracle, error) {
 // domain's Episode.
 type Env struct {
 	kind      *Kind
+	domain    Domain // where episodes start: the Manager's Instance, or the registered domain
 	ep        Episode
 	tools     *Toolset
 	maxErrors int
@@ -169,7 +204,7 @@ func (e *Env) Reset(ctx context.Context, task *gym.Task, seed int64, opts gym.Op
 			}
 			e.ep = nil
 		}
-		ep, err = e.kind.domain.Start(ctx, task, seed, opts)
+		ep, err = e.domain.Start(ctx, task, seed, opts)
 	}
 	if err != nil {
 		return gym.Observation{}, nil, err

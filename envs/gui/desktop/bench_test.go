@@ -17,8 +17,8 @@ func benchEnv(b *testing.B) *Env {
 	task := bareTask("bench", "true", TaskData{App: "xterm " + xtermFlags + ` -e sh -c 'ls -l /usr/bin | head -22; exec cat >/dev/null'`})
 	needX(b)
 	ctx := context.Background()
-	k := &Kind{}
-	if err := k.Configure(ctx, gym.Settings{SettingSandbox: "none"}); err != nil {
+	k, err := (&Kind{}).Configure(ctx, gym.Settings{SettingSandbox: "none"})
+	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { k.Shutdown(ctx) })

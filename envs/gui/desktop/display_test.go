@@ -23,8 +23,8 @@ func openEnv(t *testing.T, settings gym.Settings, task gym.Task, opts gym.Option
 	t.Helper()
 	needX(t)
 	ctx := context.Background()
-	k := &Kind{}
-	if err := k.Configure(ctx, settings); err != nil {
+	k, err := (&Kind{}).Configure(ctx, settings)
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -184,21 +184,26 @@
 //	sandbox.hide      host paths the sandbox masks, a PATH-style list (serve sets it)
 //	desktop.xvfb      the Xvfb binary (default: Xvfb on PATH)
 //
-// A display number is free when this process does not use it and no live
-// process holds its lock file (/tmp/.X<N>-lock); when another server takes
-// it first, the next one is tried. Each display keeps its state in
-// <dir>/<owner>/<N>/ (xvfb.pid with the pid and start time, the
-// Xauthority, the session's home). Configure ends the displays and
-// processes of owners whose process has died (sandbox.OwnerAlive; owners
-// this host cannot judge are left alone) and removes their directories;
-// the last Shutdown ends everything of its own owner and removes its
-// directory. Xvfb and the processes a session starts die with the server
-// (the parent-death signal), and X clients with their display. An Xvfb that dies mid-episode fails the
+// Each Manager's Configure sets up an instance of its own (gym.Instance),
+// with its own owner and displays; the Managers of one process share
+// nothing of the kind, and, as servers, must not share an explicit
+// desktop.owner. A display number is free when the Manager's instance does
+// not use it and no live process holds its lock file (/tmp/.X<N>-lock);
+// when another server (or Manager) takes it first, the next one is tried.
+// Each display keeps its state in <dir>/<owner>/<N>/ (xvfb.pid with the pid
+// and start time, the Xauthority, the session's home). Configure ends the
+// displays and processes of owners whose process has died
+// (sandbox.OwnerAlive; owners this host cannot judge are left alone) and
+// removes their directories; a Manager's Shutdown ends everything of its
+// instance's owner and removes its directory. Xvfb and the processes a
+// session starts die with the server (the parent-death signal), and X
+// clients with their display. An Xvfb that dies mid-episode fails the
 // session as the infrastructure's fault (reason display_died); the next
 // session starts a new one.
 //
-// Concurrency: Kind's methods are safe for concurrent use; an Env's are
-// called by one Session at a time, as gym.Env says.
+// Concurrency: the methods of Kind and of its Instances are safe for
+// concurrent use; an Env's are called by one Session at a time, as gym.Env
+// says.
 //
 // Requirements: Xvfb, and what the tasks use; on Debian: xvfb, xterm,
 // x11-apps (xedit, xmessage), x11-utils (xprop), xsel, xfonts-base (the

@@ -34,7 +34,7 @@ const (
 // resets while the screen size stays), a connection to it, and the
 // processes of the current episode.
 type Env struct {
-	kind *Kind
+	inst *instance // the Manager's desktop-v1
 	x    *xserver
 	d    *Display
 	ps   *procs
@@ -134,7 +134,7 @@ func (e *Env) Reset(ctx context.Context, task *gym.Task, _ int64, opts gym.Optio
 	}
 	info := gym.Info{
 		"width": data.Width, "height": data.Height, "coords": coords,
-		"display": ":" + strconv.Itoa(e.x.num), "sandbox": e.kind.sandbox,
+		"display": ":" + strconv.Itoa(e.x.num), "sandbox": e.inst.sandbox,
 		gym.InfoTools: []map[string]any{gui.Tool()},
 	}
 	return gym.Observation{Parts: []gym.Part{gym.TextPart(instr), e.image(png)}}, info, nil
@@ -142,7 +142,7 @@ func (e *Env) Reset(ctx context.Context, task *gym.Task, _ int64, opts gym.Optio
 
 // startDisplay starts an Xvfb and connects to it.
 func (e *Env) startDisplay(ctx context.Context, width, height int) error {
-	x, err := startXvfb(ctx, e.kind, width, height)
+	x, err := startXvfb(ctx, e.inst, width, height)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -152,15 +152,15 @@ func (e *Env) startDisplay(ctx context.Context, width, height int) error {
 	d, err := Dial(ctx, x.num, x.cookie)
 	if err != nil {
 		x.close()
-		e.kind.alloc.release(x.num)
+		e.inst.alloc.release(x.num)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return gym.InfraFault("display_start", err)
 	}
 	e.x, e.d = x, d
-	e.ps = &procs{wg: &e.kind.wg, marker: e.kind.owner + "/" + strconv.Itoa(x.num) + "/app",
-		mode: e.kind.sandbox, hide: e.kind.hide}
+	e.ps = &procs{wg: &e.inst.wg, marker: e.inst.owner + "/" + strconv.Itoa(x.num) + "/app",
+		mode: e.inst.sandbox, hide: e.inst.hide}
 	return nil
 }
 
@@ -175,7 +175,7 @@ func (e *Env) dropDisplay() {
 	}
 	if e.x != nil {
 		e.x.close()
-		e.kind.alloc.release(e.x.num)
+		e.inst.alloc.release(e.x.num)
 		e.x = nil
 	}
 }
@@ -413,6 +413,6 @@ func (e *Env) Close(context.Context) error {
 	}
 	e.closed = true
 	e.dropDisplay()
-	e.kind.forget(e)
+	e.inst.forget(e)
 	return nil
 }

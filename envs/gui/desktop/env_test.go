@@ -280,9 +280,9 @@ func TestReapDeadOwner(t *testing.T) {
 		}
 		procs = append(procs, cmd)
 	}
-	k := &Kind{}
 	ctx := context.Background()
-	if err := k.Configure(ctx, gym.Settings{SettingDir: base, SettingSandbox: "none"}); err != nil {
+	k, err := (&Kind{}).Configure(ctx, gym.Settings{SettingDir: base, SettingSandbox: "none"})
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, cmd := range procs {
@@ -319,8 +319,7 @@ func TestSettings(t *testing.T) {
 		{gym.Settings{SettingXvfb: "/nonexistent/Xvfb"}, "needs Xvfb"},
 		{gym.Settings{SettingOwner: "bad owner!"}, "want 1 to 64 ASCII letters"},
 	} {
-		k := &Kind{}
-		err := k.Configure(ctx, c.settings)
+		k, err := (&Kind{}).Configure(ctx, c.settings)
 		if err == nil || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("Configure(%v): %v, want an error saying %q", c.settings, err, c.says)
 		}
@@ -336,8 +335,8 @@ func TestSettings(t *testing.T) {
 			break
 		}
 	}
-	k := &Kind{}
-	if err := k.Configure(ctx, gym.Settings{SettingDisplays: strconv.Itoa(num), SettingSandbox: "none"}); err != nil {
+	k, err := (&Kind{}).Configure(ctx, gym.Settings{SettingDisplays: strconv.Itoa(num), SettingSandbox: "none"})
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer k.Shutdown(ctx)
@@ -349,7 +348,7 @@ func TestSettings(t *testing.T) {
 	}
 	b, _ := k.New(ctx)
 	defer b.Close(ctx)
-	_, _, err := b.Reset(ctx, &task, 0, nil)
+	_, _, err = b.Reset(ctx, &task, 0, nil)
 	var fe *gym.FaultError
 	if !errors.As(err, &fe) || fe.Fault != gym.FaultInfra || !strings.Contains(err.Error(), "no free display number") {
 		t.Errorf("second env on a one-display range: %v, want an infra fault saying there is no free display", err)

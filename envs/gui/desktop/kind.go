@@ -58,19 +58,30 @@ func init() {
 }
 
 // Kind is desktop-v1. It implements gym.Configurer (Configure reaps what
-// dead servers left and sets the display range; Shutdown ends every
-// display of this owner) and gym.OracleKind.
-type Kind struct {
-	mu         sync.Mutex
-	configured int // Configure calls not yet shut down (one Kind serves every Manager)
-	alloc      *allocator
-	base       string // the state directory
-	owner      string
-	ownerDir   string
-	xvfb       string
-	sandbox    string   // confine.Bwrap or confine.None
-	hide       []string // host paths the apps' sandbox masks ("sandbox.hide")
-	wg         sync.WaitGroup
+// dead servers left and sets up one Manager's displays; its Instance's
+// Shutdown ends every display of that Manager's owner) and
+// gym.OracleKind. A Kind holds nothing: every Manager of the process
+// configures the registered one.
+type Kind struct{}
+
+var (
+	_ gym.Configurer = (*Kind)(nil)
+	_ gym.OracleKind = (*Kind)(nil)
+)
+
+// instance is desktop-v1 configured by one Manager (gym.Instance): its
+// settings, its owner's displays and the Envs it made.
+type instance struct {
+	alloc    *allocator
+	base     string // the state directory
+	owner    string
+	ownerDir string
+	xvfb     string
+	sandbox  string   // confine.Bwrap or confine.None
+	hide     []string // host paths the apps' sandbox masks ("sandbox.hide")
+	wg       sync.WaitGroup
+
+	mu sync.Mutex
 	// live are the Envs not yet closed, for Shutdown.
 	live map[*Env]bool
 }
@@ -99,90 +110,72 @@ const description = `An X11 desktop on its own Xvfb display, in the OSWorld mann
 
 // Configure implements gym.Configurer: it reads the settings, makes the
 // owner's state directory, and ends the displays and processes of owners
-// whose process has died (a crashed server's). The process has one Kind:
-// a second Manager's Configure shares what the first set up, and the last
-// Shutdown ends it.
-func (k *Kind) Configure(ctx context.Context, s gym.Settings) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.configured > 0 {
-		k.configured++
-		return nil
-	}
+// whose process has died (a crashed server's). Each Manager gets an
+// Instance of its own, with its own owner (unless the settings name one:
+// Managers, as servers, must not share an explicit owner).
+func (k *Kind) Configure(ctx context.Context, s gym.Settings) (gym.Instance, error) {
 	rs := s[SettingDisplays]
 	if rs == "" {
 		rs = DefaultDisplays
 	}
 	r, err := parseDisplayRange(rs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	xvfb := s[SettingXvfb]
 	if xvfb == "" {
 		xvfb = "Xvfb"
 	}
 	if xvfb, err = exec.LookPath(xvfb); err != nil {
-		return fmt.Errorf("desktop-v1 needs Xvfb (Debian: apt-get install xvfb), or set %s: %w", SettingXvfb, err)
+		return nil, fmt.Errorf("desktop-v1 needs Xvfb (Debian: apt-get install xvfb), or set %s: %w", SettingXvfb, err)
 	}
 	hide := sbopen.Hide(s)
 	mode, err := confine.Mode(s[SettingSandbox], "desktop apps", hide)
 	if err != nil {
-		return fmt.Errorf("settings %s, %s: %w", SettingSandbox, sbopen.SettingHide, err)
+		return nil, fmt.Errorf("settings %s, %s: %w", SettingSandbox, sbopen.SettingHide, err)
 	}
 	owner := s[SettingOwner]
 	if owner == "" {
 		owner = sandbox.NewOwnerID()
 	}
 	if !sandbox.ValidOwner(owner) {
-		return fmt.Errorf("setting %s=%q: want 1 to 64 ASCII letters, digits and '-'", SettingOwner, owner)
+		return nil, fmt.Errorf("setting %s=%q: want 1 to 64 ASCII letters, digits and '-'", SettingOwner, owner)
 	}
 	base := s[SettingDir]
 	if base == "" {
 		base = filepath.Join(os.TempDir(), "nextstate-desktops")
 	}
 	if err := os.MkdirAll(base, 0o700); err != nil {
-		return fmt.Errorf("desktop-v1 state directory: %w", err)
+		return nil, fmt.Errorf("desktop-v1 state directory: %w", err)
 	}
 	reapDead(base)
 	ownerDir := filepath.Join(base, owner)
 	if err := os.MkdirAll(ownerDir, 0o700); err != nil {
-		return fmt.Errorf("desktop-v1 state directory: %w", err)
+		return nil, fmt.Errorf("desktop-v1 state directory: %w", err)
 	}
-	k.alloc, k.base, k.owner, k.ownerDir, k.xvfb, k.sandbox, k.hide = newAllocator(r), base, owner, ownerDir, xvfb, mode, hide
-	k.live = map[*Env]bool{}
-	k.configured = 1
-	return nil
+	return &instance{alloc: newAllocator(r), base: base, owner: owner, ownerDir: ownerDir, xvfb: xvfb, sandbox: mode, hide: hide,
+		live: map[*Env]bool{}}, nil
 }
 
-// Shutdown implements gym.Configurer: the last Shutdown closes the Envs
-// still open, ends every process labelled with this owner, and removes
-// the owner's state directory (and the base directory once empty).
-func (k *Kind) Shutdown(ctx context.Context) error {
-	k.mu.Lock()
-	if k.configured == 0 {
-		k.mu.Unlock()
-		return nil
-	}
-	k.configured--
-	if k.configured > 0 {
-		k.mu.Unlock()
-		return nil
-	}
-	envs := make([]*Env, 0, len(k.live))
-	for e := range k.live {
+// Shutdown implements gym.Instance: it closes the Envs still open, ends
+// every process labelled with the instance's owner, and removes the
+// owner's state directory (and the base directory once empty).
+func (i *instance) Shutdown(ctx context.Context) error {
+	i.mu.Lock()
+	envs := make([]*Env, 0, len(i.live))
+	for e := range i.live {
 		envs = append(envs, e)
 	}
-	owner, ownerDir, base := k.owner, k.ownerDir, k.base
-	k.mu.Unlock()
+	i.mu.Unlock()
 	for _, e := range envs {
 		e.Close(ctx)
 	}
-	killMarked(owner + "/")
-	killPidFiles(ownerDir)
-	os.RemoveAll(ownerDir)
-	os.Remove(base) // only if empty: other servers may use it
+	killMarked(i.owner + "/")
+	killPidFiles(i.ownerDir)
+	os.RemoveAll(i.ownerDir)
+	os.Remove(i.base) // only if empty: other servers may use it
 	done := make(chan struct{})
-	go func() { k.wg.Wait(); close(done) }() // ends with the processes above
+	go func() { i.wg.Wait(); close(done) }() // ends with the processes above
 	select {
 	case <-done:
 		return nil
@@ -191,22 +184,25 @@ func (k *Kind) Shutdown(ctx context.Context) error {
 	}
 }
 
-// New implements gym.Kind.
-func (k *Kind) New(ctx context.Context) (gym.Env, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.configured == 0 {
-		return nil, gym.InfraFault("configure", errors.New("desktop-v1 is not configured: the manager did not call Configure"))
-	}
-	e := &Env{kind: k}
-	k.live[e] = true
+// New implements gym.Kind. A Manager asks its Instance instead: the
+// registered Kind has no displays.
+func (k *Kind) New(context.Context) (gym.Env, error) {
+	return nil, gym.InfraFault("configure", errors.New("desktop-v1 is not configured: the manager did not call Configure"))
+}
+
+// New implements gym.Instance.
+func (i *instance) New(context.Context) (gym.Env, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	e := &Env{inst: i}
+	i.live[e] = true
 	return e, nil
 }
 
-func (k *Kind) forget(e *Env) {
-	k.mu.Lock()
-	delete(k.live, e)
-	k.mu.Unlock()
+func (i *instance) forget(e *Env) {
+	i.mu.Lock()
+	delete(i.live, e)
+	i.mu.Unlock()
 }
 
 // Oracle implements gym.OracleKind: a task's oracle is the action list in

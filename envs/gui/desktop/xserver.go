@@ -44,7 +44,8 @@ func parseDisplayRange(s string) (displayRange, error) {
 }
 
 // allocator hands out display numbers of a range: a number is free when
-// this process does not use it and no live X server holds its lock file
+// its instance (one Manager's) does not use it and no live X server holds
+// its lock file
 // (/tmp/.X<N>-lock). Another process may still take a number between the
 // check and the start; Xvfb then fails and the next number is tried.
 type allocator struct {
@@ -72,7 +73,7 @@ func (a *allocator) take() (int, error) {
 		a.next = d + 1
 		return d, nil
 	}
-	return 0, fmt.Errorf("no free display number in %d-%d (%d used by this process): widen %s",
+	return 0, fmt.Errorf("no free display number in %d-%d (%d used by this manager): widen %s",
 		a.r.lo, a.r.hi, len(a.used), SettingDisplays)
 }
 
@@ -120,18 +121,18 @@ type xserver struct {
 // startXvfb starts an Xvfb of width×height on a display of the kind's
 // range, retrying the next number when another server took one. The
 // display's state lives in ownerDir/<num>.
-func startXvfb(ctx context.Context, k *Kind, width, height int) (*xserver, error) {
+func startXvfb(ctx context.Context, inst *instance, width, height int) (*xserver, error) {
 	var last error
 	for range 8 {
-		num, err := k.alloc.take()
+		num, err := inst.alloc.take()
 		if err != nil {
 			return nil, err
 		}
-		x, err := launchXvfb(ctx, k, num, width, height)
+		x, err := launchXvfb(ctx, inst, num, width, height)
 		if err == nil {
 			return x, nil
 		}
-		k.alloc.release(num)
+		inst.alloc.release(num)
 		if !errors.Is(err, errDisplayBusy) {
 			return nil, err
 		}
@@ -140,8 +141,8 @@ func startXvfb(ctx context.Context, k *Kind, width, height int) (*xserver, error
 	return nil, last
 }
 
-func launchXvfb(ctx context.Context, k *Kind, num, width, height int) (*xserver, error) {
-	dir := filepath.Join(k.ownerDir, strconv.Itoa(num))
+func launchXvfb(ctx context.Context, inst *instance, num, width, height int) (*xserver, error) {
+	dir := filepath.Join(inst.ownerDir, strconv.Itoa(num))
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}
@@ -157,22 +158,22 @@ func launchXvfb(ctx context.Context, k *Kind, num, width, height int) (*xserver,
 	}
 	// No MIT-SHM: the apps' IPC namespaces are their own (and a
 	// segment id a client names must not reach the host's segments).
-	cmd := exec.Command(k.xvfb, ":"+strconv.Itoa(num), "-screen", "0", fmt.Sprintf("%dx%dx24", width, height),
+	cmd := exec.Command(inst.xvfb, ":"+strconv.Itoa(num), "-screen", "0", fmt.Sprintf("%dx%dx24", width, height),
 		"-nolisten", "tcp", "-noreset", "-auth", x.authFile, "-extension", "MIT-SHM")
-	cmd.Env = []string{"PATH=" + defaultPath, markerEnv + "=" + k.owner + "/" + strconv.Itoa(num) + "/xvfb"}
+	cmd.Env = []string{"PATH=" + defaultPath, markerEnv + "=" + inst.owner + "/" + strconv.Itoa(num) + "/xvfb"}
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = x.stderr, x.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = time.Second
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("starting %s: %w", k.xvfb, err)
+		return nil, fmt.Errorf("starting %s: %w", inst.xvfb, err)
 	}
 	x.cmd = cmd
 	writePidFile(filepath.Join(dir, "xvfb.pid"), cmd.Process.Pid)
-	k.wg.Add(1)
-	go func() { // owned by the Kind: the process ends at x.close, at the latest
-		defer k.wg.Done()
+	inst.wg.Add(1)
+	go func() { // owned by the instance: the process ends at x.close, at the latest
+		defer inst.wg.Done()
 		x.exitErr = cmd.Wait()
 		close(x.done)
 	}()

@@ -112,9 +112,10 @@
 // browser's sandbox: "auto", the default, bwrap wherever it works; "bwrap";
 // or "none", unsandboxed; see package browser, The sandbox) and
 // "sandbox.hide" (host paths that sandbox masks, a PATH-style list; `nextstate
-// serve` sets it). The browser pool and the page server start at the first
-// session and are shared by every env of the kind; the last Shutdown
-// closes them.
+// serve` sets it). Each Manager's Configure makes an Instance of its own
+// (gym.Instance), with its own settings: its browser pool and page server
+// start at the Manager's first session, are shared by the Manager's envs
+// of the kind, and close at the Manager's Shutdown.
 //
 // # Whose fault
 //

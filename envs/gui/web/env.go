@@ -32,7 +32,7 @@ const timeGrace = time.Second
 
 // Env is one web-v1 environment: a browser page, reused across episodes.
 type Env struct {
-	kind *Kind
+	inst *instance // the Manager's web-v1
 	cfg  config
 	pool *browser.Pool
 	srv  *server
@@ -120,7 +120,7 @@ func (e *Env) Reset(ctx context.Context, task *gym.Task, seed int64, opts gym.Op
 		return gym.Observation{}, nil, err
 	}
 	if e.pool == nil {
-		if e.pool, e.srv, err = e.kind.resources(); err != nil {
+		if e.pool, e.srv, err = e.inst.resources(); err != nil {
 			return gym.Observation{}, nil, err
 		}
 	}

@@ -43,24 +43,34 @@ const (
 	MaxEpisodeMS = 10 * 60 * 1000
 )
 
-// registered is the Kind this package registers.
-var registered = &Kind{}
-
 func init() {
-	gym.Register(registered)
+	gym.Register(&Kind{})
 	gym.RegisterSuiteFormat("miniwob", IsMiniWoBDir, LoadMiniWoB)
 }
 
-// Kind is web-v1. It implements gym.Configurer (the browser pool and the
-// page server are the kind's, started at the first session and closed at
-// the last Shutdown) and gym.OracleKind (the built-in tasks' scripted
-// solutions).
-type Kind struct {
-	mu         sync.Mutex
-	configured int // Configure calls not yet shut down (one Kind serves every Manager)
-	cfg        config
-	pool       *browser.Pool
-	srv        *server
+// Kind is web-v1. It implements gym.Configurer (Configure reads one
+// Manager's settings; the browser pool and the page server are its
+// Instance's, started at the Manager's first session and closed at its
+// Shutdown) and gym.OracleKind (the built-in tasks' scripted solutions).
+// A Kind holds nothing: every Manager of the process configures the
+// registered one.
+type Kind struct{}
+
+var (
+	_ gym.Configurer = (*Kind)(nil)
+	_ gym.OracleKind = (*Kind)(nil)
+)
+
+// instance is web-v1 configured by one Manager (gym.Instance): its
+// settings, and its browser pool and page server once a session needed
+// them.
+type instance struct {
+	cfg config
+
+	mu   sync.Mutex
+	pool *browser.Pool
+	srv  *server
+	shut bool // Shutdown has run
 }
 
 // config is what Configure read.
@@ -114,53 +124,43 @@ func BuiltinTasks() []gym.Task {
 
 // Configure implements gym.Configurer: it reads the settings (see the
 // package doc) and checks the browser is there; the pool starts at the
-// first session. The process has one Kind: a second Manager's Configure
-// shares the first's pool, and its settings must agree with the first's.
-func (k *Kind) Configure(_ context.Context, s gym.Settings) error {
+// Manager's first session. Each Manager gets an Instance of its own, with
+// its own settings, browsers and page server.
+func (k *Kind) Configure(_ context.Context, s gym.Settings) (gym.Instance, error) {
 	c := config{sessionsPerBrowser: browser.DefaultSessionsPerBrowser, maxBrowsers: browser.DefaultMaxBrowsers,
 		chromium: browser.DefaultExecPath}
 	var err error
 	if c.sessionsPerBrowser, err = positive(s, SettingSessionsPerBrowser, c.sessionsPerBrowser, 1000); err != nil {
-		return err
+		return nil, err
 	}
 	if c.maxBrowsers, err = positive(s, SettingMaxBrowsers, c.maxBrowsers, 1000); err != nil {
-		return err
+		return nil, err
 	}
 	if c.episodeMS, err = positive(s, SettingEpisodeMS, 0, MaxEpisodeMS); err != nil {
-		return err
+		return nil, err
 	}
 	if v := strings.TrimSpace(s[SettingChromium]); v != "" {
 		c.chromium = v
 	}
 	if err := browser.Available(c.chromium); err != nil {
-		return fmt.Errorf("web-v1 needs a browser (setting %s): %w", SettingChromium, err)
+		return nil, fmt.Errorf("web-v1 needs a browser (setting %s): %w", SettingChromium, err)
 	}
 	hide := sbopen.Hide(s)
 	if c.sandbox, err = confine.Mode(strings.TrimSpace(s[SettingSandbox]), "browsers", hide); err != nil {
-		return fmt.Errorf("settings %s, %s: %w", SettingSandbox, sbopen.SettingHide, err)
+		return nil, fmt.Errorf("settings %s, %s: %w", SettingSandbox, sbopen.SettingHide, err)
 	}
 	c.hide = strings.Join(hide, string(filepath.ListSeparator))
 	if v := strings.TrimSpace(s[SettingMiniWoBDir]); v != "" {
 		dir, err := filepath.Abs(v)
 		if err != nil {
-			return fmt.Errorf("setting %s=%q: %w", SettingMiniWoBDir, v, err)
+			return nil, fmt.Errorf("setting %s=%q: %w", SettingMiniWoBDir, v, err)
 		}
 		if !IsMiniWoBDir(dir) {
-			return fmt.Errorf("setting %s=%q: not a MiniWoB++ html folder: want miniwob/*.html and core/core.js in it", SettingMiniWoBDir, v)
+			return nil, fmt.Errorf("setting %s=%q: not a MiniWoB++ html folder: want miniwob/*.html and core/core.js in it", SettingMiniWoBDir, v)
 		}
 		c.miniwobDir = dir
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.configured > 0 {
-		if c != k.cfg {
-			return fmt.Errorf("web-v1 is already configured with other settings (%+v) by another manager of this process", k.cfg)
-		}
-		k.configured++
-		return nil
-	}
-	k.cfg, k.configured = c, 1
-	return nil
+	return &instance{cfg: c}, nil
 }
 
 // positive reads an integer setting in 1..max (0 allowed only as the
@@ -177,20 +177,13 @@ func positive(s gym.Settings, key string, def, maxV int) (int, error) {
 	return n, nil
 }
 
-// Shutdown implements gym.Configurer: the last one closes the browsers
-// and the page server.
-func (k *Kind) Shutdown(ctx context.Context) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.configured == 0 {
-		return nil
-	}
-	k.configured--
-	if k.configured > 0 {
-		return nil
-	}
-	pool, srv := k.pool, k.srv
-	k.pool, k.srv = nil, nil
+// Shutdown implements gym.Instance: it closes the browsers and the page
+// server.
+func (i *instance) Shutdown(ctx context.Context) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	pool, srv := i.pool, i.srv
+	i.pool, i.srv, i.shut = nil, nil, true
 	var errs []error
 	if pool != nil {
 		errs = append(errs, pool.Close(ctx))
@@ -201,27 +194,28 @@ func (k *Kind) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// New implements gym.Kind. The browser page opens at the first reset.
+// New implements gym.Kind. A Manager asks its Instance instead: the
+// registered Kind has no settings.
 func (k *Kind) New(context.Context) (gym.Env, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.configured == 0 {
-		return nil, gym.InfraFault("configure", errors.New("web-v1 is not configured: the manager did not call Configure"))
-	}
-	return &Env{kind: k, cfg: k.cfg}, nil
+	return nil, gym.InfraFault("configure", errors.New("web-v1 is not configured: the manager did not call Configure"))
+}
+
+// New implements gym.Instance. The browser page opens at the first reset.
+func (i *instance) New(context.Context) (gym.Env, error) {
+	return &Env{inst: i, cfg: i.cfg}, nil
 }
 
 // resources starts the pool and the page server at the first session.
-func (k *Kind) resources() (*browser.Pool, *server, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.configured == 0 {
+func (i *instance) resources() (*browser.Pool, *server, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.shut {
 		return nil, nil, gym.InfraFault("configure", errors.New("web-v1 was shut down"))
 	}
-	if k.pool == nil {
-		pool, err := browser.NewPool(browser.Options{ExecPath: k.cfg.chromium,
-			SessionsPerBrowser: k.cfg.sessionsPerBrowser, MaxBrowsers: k.cfg.maxBrowsers,
-			Sandbox: k.cfg.sandbox, Hide: filepath.SplitList(k.cfg.hide)})
+	if i.pool == nil {
+		pool, err := browser.NewPool(browser.Options{ExecPath: i.cfg.chromium,
+			SessionsPerBrowser: i.cfg.sessionsPerBrowser, MaxBrowsers: i.cfg.maxBrowsers,
+			Sandbox: i.cfg.sandbox, Hide: filepath.SplitList(i.cfg.hide)})
 		if err != nil {
 			return nil, nil, gym.InfraFault("browser_start", err)
 		}
@@ -230,19 +224,19 @@ func (k *Kind) resources() (*browser.Pool, *server, error) {
 			pool.Close(context.Background())
 			return nil, nil, gym.InfraFault("page_server", err)
 		}
-		k.pool, k.srv = pool, srv
+		i.pool, i.srv = pool, srv
 	}
-	return k.pool, k.srv, nil
+	return i.pool, i.srv, nil
 }
 
 // Stats returns the browser pool's counts (zero before the first session).
-func (k *Kind) Stats() browser.Stats {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.pool == nil {
+func (i *instance) Stats() browser.Stats {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.pool == nil {
 		return browser.Stats{}
 	}
-	return k.pool.Stats()
+	return i.pool.Stats()
 }
 
 // Oracle implements gym.OracleKind for the built-in tasks: a scripted

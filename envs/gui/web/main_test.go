@@ -69,8 +69,8 @@ func newManager(t testing.TB, settings gym.Settings) (*gym.Manager, *gymtest.Mem
 func newEnv(t testing.TB, settings gym.Settings) *Env {
 	t.Helper()
 	needBrowser(t)
-	k := &Kind{}
-	if err := k.Configure(t.Context(), testSettings(settings)); err != nil {
+	k, err := (&Kind{}).Configure(t.Context(), testSettings(settings))
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -280,20 +280,21 @@ func waitSteps(t *testing.T, e *Env) gym.Transition {
 func TestBrowserKilled(t *testing.T) {
 	m, _ := newManager(t, nil)
 	s, _ := create(t, m, testTask(t, "test-click"), 1, nil)
-	pids := registered.pool.PIDs()
+	inst := m.Instance(KindName).(*instance)
+	pids := inst.pool.PIDs()
 	if len(pids) == 0 {
 		t.Fatal("no browser is running")
 	}
-	crashed := registered.Stats().Crashed
+	crashed := inst.Stats().Crashed
 	for _, pid := range pids {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The browser dies, and the pool sees it, in their own time.
-	for deadline := time.Now().Add(time.Minute); registered.Stats().Crashed < crashed+len(pids); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); inst.Stats().Crashed < crashed+len(pids); time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the pool has not seen its browsers die after a minute: %+v", registered.Stats())
+			t.Fatalf("the pool has not seen its browsers die after a minute: %+v", inst.Stats())
 		}
 	}
 	r, err := s.Step(t.Context(), "", at("click", 10, 10))
@@ -351,7 +352,7 @@ func TestConcurrentSessions(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if st := registered.Stats(); st.Browsers != n/4 {
+	if st := m.Instance(KindName).(*instance).Stats(); st.Browsers != n/4 {
 		t.Errorf("pool %+v, want %d browsers of 4 sessions", st, n/4)
 	}
 }
@@ -470,7 +471,7 @@ func TestMiniWoBFolder(t *testing.T) {
 
 func TestSettingsAndTasksChecked(t *testing.T) {
 	needBrowser(t)
-	k := &Kind{}
+	var k Kind
 	for _, s := range []gym.Settings{
 		{SettingSessionsPerBrowser: "0"},
 		{SettingMaxBrowsers: "many"},
@@ -480,9 +481,9 @@ func TestSettingsAndTasksChecked(t *testing.T) {
 		{SettingSandbox: "docker"},
 		{SettingSandbox: "bwrap", "sandbox.hide": "relative/path"},
 	} {
-		if err := k.Configure(t.Context(), s); err == nil {
+		if inst, err := k.Configure(t.Context(), s); err == nil {
 			t.Errorf("Configure(%v) accepted a bad setting", s)
-			k.Shutdown(t.Context())
+			inst.Shutdown(t.Context())
 		}
 	}
 	m, _ := newManager(t, nil)

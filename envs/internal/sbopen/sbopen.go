@@ -1,19 +1,21 @@
-// Package sbopen opens the sandbox backend of an env kind from the server's
-// gym.Settings, and shares it between the Managers of one process. Kinds
-// that run sandboxes (terminal-v1, code-interpreter-v1) hold a Shared and
-// call it from their gym.Configurer methods:
+// Package sbopen opens the sandbox backend of an env kind from a Manager's
+// gym.Settings. Kinds that run sandboxes (terminal-v1, swe-v1,
+// code-interpreter-v1) open one from their gym.Configurer's Configure and
+// keep it, with the warm pool over it, in the gym.Instance it returns,
+// whose Shutdown closes both:
 //
-//	func (k *Kind) Configure(ctx context.Context, s gym.Settings) error {
-//		b, first, err := k.shared.Acquire(ctx, s)
-//		if err != nil || !first {
-//			return err
+//	func (k *Kind) Configure(ctx context.Context, s gym.Settings) (gym.Instance, error) {
+//		... read and check the kind's own settings first ...
+//		b, err := sbopen.Open(ctx, s)
+//		if err != nil {
+//			return nil, err
 //		}
-//		... build what the kind keeps over b (a warm pool) ...
+//		inst := &instance{Sandboxes: sbopen.Sandboxes{Backend: b, Name: sbopen.Name(s)}}
+//		inst.Pool = pool.New(b, pool.Options{Size: size}) // or none
+//		return inst, nil
 //	}
 //
-//	func (k *Kind) Shutdown(ctx context.Context) error {
-//		return k.shared.Release(ctx, k.closePool)
-//	}
+//	func (i *instance) Shutdown(ctx context.Context) error { return i.Close(ctx) }
 //
 // The settings it reads (`nextstate serve --sandbox`, `--docker-host`,
 // `--set`):
@@ -29,10 +31,13 @@
 //     (filepath.SplitList): serve sets it to the served task folders and
 //     its store; see sandbox.Options.Hide.
 //
-// A process has one value of each kind, and tests start several Managers
-// in one process: the first Acquire opens the backend, later ones share it
-// (their settings must name the same backend; the first one's other
-// settings hold), and the last Release closes it.
+// Each Manager's instance of a kind opens a backend of its own, with its
+// own settings, and closes it at its own Shutdown; nothing is shared
+// between the Managers of a process (tests start several). A backend
+// opened with no owner takes a fresh lease (sandbox.NewOwnerID), so two
+// backends of one process never reap each other's sandboxes; an explicit
+// "sandbox.owner" is reaped by every backend opened with it, so Managers
+// must not share one, as processes must not.
 package sbopen
 
 import (
@@ -41,10 +46,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/sandbox"
+	"github.com/nextstate-rl/nextstate/sandbox/pool"
 )
 
 // The settings keys Open reads.
@@ -105,84 +110,21 @@ func Open(ctx context.Context, s gym.Settings) (sandbox.Backend, error) {
 	return b, nil
 }
 
-// Shared is a backend opened once and shared by reference count. Kind
-// names its user in errors ("terminal-v1"). The zero value (with Kind set)
-// is ready to use; a Shared is safe for concurrent use and must not be
-// copied.
-type Shared struct {
-	Kind string
-
-	mu   sync.Mutex
-	b    sandbox.Backend
-	name string
-	refs int
+// Sandboxes are the sandbox backend of one Manager's instance of a kind
+// and the warm pool over it. The instance opens them in its Configure and
+// closes them at its Shutdown.
+type Sandboxes struct {
+	Backend sandbox.Backend
+	Name    string     // the backend's name, as the settings give it
+	Pool    *pool.Pool // nil: sandboxes are created on demand
 }
 
-// Acquire takes a reference on the backend. The first one (no reference
-// held) opens it with s, and first is true: the caller then builds what it
-// keeps over the backend, and calls Release if that fails. Later ones
-// share it; their settings must name the same backend, or Acquire fails
-// and takes no reference.
-func (sh *Shared) Acquire(ctx context.Context, s gym.Settings) (b sandbox.Backend, first bool, err error) {
-	name := Name(s)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if sh.b != nil {
-		if sh.name != name {
-			return nil, false, fmt.Errorf("%s is already configured with the %s sandbox, not %s", sh.kind(), sh.name, name)
-		}
-		sh.refs++
-		return sh.b, false, nil
+// Close closes the pool, then the backend, which closes every sandbox it
+// made; both errors are returned.
+func (sb *Sandboxes) Close(ctx context.Context) error {
+	var perr error
+	if sb.Pool != nil {
+		perr = sb.Pool.Close(ctx)
 	}
-	b, err = Open(ctx, s)
-	if err != nil {
-		return nil, false, err
-	}
-	sh.b, sh.name, sh.refs = b, name, 1
-	return b, true, nil
-}
-
-// Release drops a reference. The last one runs before (when not nil: the
-// caller closes what it built over the backend) and then closes the
-// backend, which closes every sandbox it made; both errors are returned.
-// Release without a reference held does nothing.
-func (sh *Shared) Release(ctx context.Context, before func(context.Context) error) error {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if sh.refs == 0 {
-		return nil
-	}
-	sh.refs--
-	if sh.refs > 0 {
-		return nil
-	}
-	b := sh.b
-	sh.b, sh.name = nil, ""
-	var berr error
-	if before != nil {
-		berr = before(ctx)
-	}
-	return errors.Join(berr, b.Close(ctx))
-}
-
-// Backend returns the open backend and its name; nil and "" when none is
-// open.
-func (sh *Shared) Backend() (sandbox.Backend, string) {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	return sh.b, sh.name
-}
-
-// Refs is the number of references held.
-func (sh *Shared) Refs() int {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	return sh.refs
-}
-
-func (sh *Shared) kind() string {
-	if sh.Kind == "" {
-		return "the kind"
-	}
-	return sh.Kind
+	return errors.Join(perr, sb.Backend.Close(ctx))
 }

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/nextstate-rl/nextstate/envs/internal/sbopen"
 	"github.com/nextstate-rl/nextstate/gym"
 	"github.com/nextstate-rl/nextstate/sandbox"
+	"github.com/nextstate-rl/nextstate/sandbox/pool"
 )
 
 // fake is a backend that records how it was opened and closed.
@@ -27,18 +27,9 @@ func (f *fake) Create(context.Context, sandbox.Spec) (sandbox.Sandbox, error) {
 func (f *fake) Reap(context.Context, string) (int, error) { return 0, nil }
 func (f *fake) Close(context.Context) error               { f.closed++; return nil }
 
-var (
-	openedMu sync.Mutex
-	opened   []*fake
-)
-
 func init() {
 	sandbox.Register("sbopen-fake", func(_ context.Context, opts sandbox.Options) (sandbox.Backend, error) {
-		openedMu.Lock()
-		defer openedMu.Unlock()
-		f := &fake{opts: opts}
-		opened = append(opened, f)
-		return f, nil
+		return &fake{opts: opts}, nil
 	})
 	sandbox.Register("sbopen-missing", func(context.Context, sandbox.Options) (sandbox.Backend, error) {
 		return nil, sandbox.ErrUnavailable
@@ -73,98 +64,38 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
-// The first Acquire opens, later ones share, the last Release closes, after
-// the caller's own teardown.
-func TestSharedRefcount(t *testing.T) {
+// Each Open opens a backend of its own, with its own settings (one per
+// Manager's instance of a kind), and Sandboxes.Close closes that one only.
+func TestOpenPerManager(t *testing.T) {
 	ctx := t.Context()
-	sh := &sbopen.Shared{Kind: "test-v1"}
-	if b, name := sh.Backend(); b != nil || name != "" {
-		t.Fatalf("fresh Shared has backend %v %q", b, name)
+	open := func(owner string) *sbopen.Sandboxes {
+		t.Helper()
+		s := gym.Settings{"sandbox": "sbopen-fake", "sandbox.owner": owner}
+		b, err := sbopen.Open(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &sbopen.Sandboxes{Backend: b, Name: sbopen.Name(s)}
 	}
-	if err := sh.Release(ctx, func(context.Context) error { t.Error("teardown without a reference"); return nil }); err != nil {
+	first, second := open("first"), open("second")
+	f1, f2 := first.Backend.(*fake), second.Backend.(*fake)
+	if f1 == f2 || f1.opts.Owner != "first" || f2.opts.Owner != "second" {
+		t.Fatalf("owners %q and %q of backends shared %v; want one backend per Open, each with its settings",
+			f1.opts.Owner, f2.opts.Owner, f1 == f2)
+	}
+	if err := first.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s := gym.Settings{"sandbox": "sbopen-fake", "sandbox.owner": "first"}
-	b1, first, err := sh.Acquire(ctx, s)
-	if err != nil || !first {
-		t.Fatalf("first Acquire: %v, first %v", err, first)
+	if f1.closed != 1 || f2.closed != 0 {
+		t.Errorf("closes %d and %d; want the first backend's only", f1.closed, f2.closed)
 	}
-	b2, first, err := sh.Acquire(ctx, gym.Settings{"sandbox": "sbopen-fake", "sandbox.owner": "second"})
-	if err != nil || first || b2 != b1 {
-		t.Fatalf("second Acquire: %v, first %v, same backend %v", err, first, b2 == b1)
+	// With a pool: the pool closes, then the backend.
+	second.Pool = pool.New(second.Backend, pool.Options{})
+	if err := second.Close(ctx); err != nil {
+		t.Fatal(err)
 	}
-	if got := b1.(*fake).opts.Owner; got != "first" {
-		t.Errorf("owner %q: the first Acquire's settings hold", got)
-	}
-	if _, _, err := sh.Acquire(ctx, gym.Settings{"sandbox": "bwrap"}); err == nil ||
-		!strings.Contains(err.Error(), "test-v1 is already configured with the sbopen-fake sandbox, not bwrap") {
-		t.Errorf("Acquire of another backend: %v", err)
-	}
-	if sh.Refs() != 2 {
-		t.Errorf("%d references, want 2 (a refused Acquire takes none)", sh.Refs())
-	}
-	teardowns := 0
-	teardown := func(context.Context) error { teardowns++; return errors.New("pool: closing") }
-	if err := sh.Release(ctx, teardown); err != nil || teardowns != 0 || b1.(*fake).closed != 0 {
-		t.Fatalf("first Release: %v; teardowns %d, closes %d; want the backend kept", err, teardowns, b1.(*fake).closed)
-	}
-	err = sh.Release(ctx, teardown)
-	if err == nil || !strings.Contains(err.Error(), "pool: closing") || teardowns != 1 || b1.(*fake).closed != 1 {
-		t.Fatalf("last Release: %v; teardowns %d, closes %d; want both run and the teardown's error", err, teardowns, b1.(*fake).closed)
-	}
-	if b, _ := sh.Backend(); b != nil {
-		t.Error("the backend is still held after the last Release")
-	}
-	// Opened again after the last Release.
-	b3, first, err := sh.Acquire(ctx, s)
-	if err != nil || !first || b3 == b1 {
-		t.Fatalf("Acquire after close: %v, first %v, new backend %v", err, first, b3 != b1)
-	}
-	if err := sh.Release(ctx, nil); err != nil || b3.(*fake).closed != 1 {
-		t.Fatalf("Release with no teardown: %v, closes %d", err, b3.(*fake).closed)
-	}
-}
-
-func TestSharedOpenFailure(t *testing.T) {
-	sh := &sbopen.Shared{}
-	_, _, err := sh.Acquire(t.Context(), gym.Settings{"sandbox": "sbopen-missing"})
-	if !errors.Is(err, sandbox.ErrUnavailable) {
-		t.Fatalf("Acquire: %v", err)
-	}
-	if sh.Refs() != 0 {
-		t.Errorf("a failed Acquire holds %d references", sh.Refs())
-	}
-}
-
-// Acquire and Release from many goroutines leave the backend closed once.
-func TestSharedConcurrent(t *testing.T) {
-	ctx := t.Context()
-	sh := &sbopen.Shared{Kind: "test-v1"}
-	openedMu.Lock()
-	before := len(opened)
-	openedMu.Unlock()
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			if _, _, err := sh.Acquire(ctx, gym.Settings{"sandbox": "sbopen-fake"}); err != nil {
-				t.Error(err)
-				return
-			}
-			if err := sh.Release(ctx, nil); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	openedMu.Lock()
-	defer openedMu.Unlock()
-	for _, f := range opened[before:] {
-		if f.closed != 1 {
-			t.Errorf("a backend was closed %d times", f.closed)
-		}
-	}
-	if sh.Refs() != 0 {
-		t.Errorf("%d references left", sh.Refs())
+	if f2.closed != 1 {
+		t.Errorf("the second backend closed %d times, want once", f2.closed)
 	}
 }
 

@@ -149,8 +149,9 @@
 // "sandbox.dir"), and "base_image" (the docker image, default
 // nextstate/base), "code.memory" (bytes, or 512MiB, 2GiB; 64 MiB to 64
 // GiB) and "code.pool" (warm sandboxes kept, default 2; 0 turns the pool
-// off). The process has one Domain, shared by every Manager: the first
-// Configure opens the backend, the last Shutdown closes it.
+// off). Each Manager's Configure opens a backend and a pool of its own,
+// with its own settings (toolcall.Instance), and the Manager's Shutdown
+// closes them.
 //
 // # Performance
 //

@@ -99,8 +99,8 @@ func TestDocker(t *testing.T) {
 func TestDockerRestart(t *testing.T) {
 	settings := needDocker(t)
 	ctx := t.Context()
-	d := code.NewDomain()
-	if err := d.Configure(ctx, settings); err != nil {
+	d, err := code.NewDomain().Configure(ctx, settings)
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() {

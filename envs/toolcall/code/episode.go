@@ -25,8 +25,8 @@ type box struct {
 }
 
 // newBox takes a sandbox from the warm pool, or creates one.
-func (d *Domain) newBox(ctx context.Context) (*box, error) {
-	b, p, spec, _, err := d.sandboxes()
+func (i *instance) newBox(ctx context.Context) (*box, error) {
+	b, p, spec, err := i.sandboxes()
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func (b *box) close(ctx context.Context) error {
 
 // episode is one problem's episode.
 type episode struct {
-	d       *Domain
+	d       *instance // the Manager's code interpreter
 	box     *box
 	task    *gym.Task
 	problem problem
@@ -128,11 +128,7 @@ func (e *episode) Tools() []toolcall.Tool {
 	}}
 }
 
-func (e *episode) memory() int64 {
-	e.d.mu.Lock()
-	defer e.d.mu.Unlock()
-	return e.d.spec.Limits.MemoryBytes
-}
+func (e *episode) memory() int64 { return e.d.spec.Limits.MemoryBytes }
 
 // Opening implements toolcall.Episode.
 func (e *episode) Opening() string {

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nextstate-rl/nextstate/envs/internal/sbopen"
@@ -83,36 +82,40 @@ const description = `Math problems solved with a Python code interpreter (the Re
 	`the reward is 1 when it equals the reference after normalisation (exact numbers, fractions, simple expressions), else 0.`
 
 // Domain is the code interpreter's toolcall.Domain. It implements
-// gym.Configurer (the sandbox backend and its warm pool, shared by every
-// Manager of the process) and gym.OracleKind.
-type Domain struct {
-	shared sbopen.Shared
+// toolcall.Configurer (each Manager's sandbox backend and warm pool are
+// the Instance its Configure returns) and gym.OracleKind. A Domain holds
+// nothing: every Manager of the process configures the registered one,
+// and its own episodes fail, saying the manager did not configure it.
+type Domain struct{}
 
-	mu      sync.Mutex
-	backend sandbox.Backend
-	pool    *pool.Pool // nil: sandboxes are created on demand
-	name    string     // the backend's name
-	spec    sandbox.Spec
-}
+var _ toolcall.Configurer = (*Domain)(nil)
 
 // NewDomain returns an unconfigured Domain; the package registers one.
 // Tests that drive a Domain directly make their own.
-func NewDomain() *Domain { return &Domain{shared: sbopen.Shared{Kind: KindName}} }
+func NewDomain() *Domain { return &Domain{} }
 
-// Configure implements gym.Configurer: it opens the sandbox backend the
-// settings name (package envs/internal/sbopen) and a warm pool over it.
-// Settings that do not parse are an error, whether or not the backend is
-// open already; a second Manager's Configure shares what the first opened.
-func (d *Domain) Configure(ctx context.Context, s gym.Settings) error {
+// instance is the code interpreter configured by one Manager
+// (toolcall.Instance): its sandbox backend, warm pool and sandbox spec.
+// The zero instance has no backend.
+type instance struct {
+	sbopen.Sandboxes
+	spec sandbox.Spec
+}
+
+// Configure implements toolcall.Configurer: it opens the sandbox backend
+// the settings name (package envs/internal/sbopen) and a warm pool over
+// it, for the Manager whose settings s are. Each Manager gets its own;
+// the Instance's Shutdown closes the pool, then the backend.
+func (d *Domain) Configure(ctx context.Context, s gym.Settings) (toolcall.Instance, error) {
 	mem, err := parseBytes(SettingMemory, s[SettingMemory], DefaultMemory, MinMemory, MaxMemory)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	size := DefaultPoolSize
 	if v, ok := s[SettingPool]; ok {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 0 || n > 64 {
-			return fmt.Errorf("setting %s=%q: want a number of sandboxes from 0 (no pool) to 64", SettingPool, v)
+			return nil, fmt.Errorf("setting %s=%q: want a number of sandboxes from 0 (no pool) to 64", SettingPool, v)
 		}
 		size = n
 	}
@@ -120,37 +123,24 @@ func (d *Domain) Configure(ctx context.Context, s gym.Settings) error {
 	if image == "" {
 		image = DefaultBaseImage
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	b, first, err := d.shared.Acquire(ctx, s)
-	if err != nil || !first {
-		return err
+	b, err := sbopen.Open(ctx, s)
+	if err != nil {
+		return nil, err
 	}
 	spec := sandbox.Spec{Limits: sandbox.Limits{MemoryBytes: mem}}
 	if b.Name() == "docker" {
 		spec.Image = image
 	} // bwrap: the host's root, read-only, has python3
-	d.backend, d.name, d.spec, d.pool = b, b.Name(), spec, nil
+	i := &instance{Sandboxes: sbopen.Sandboxes{Backend: b, Name: b.Name()}, spec: spec}
 	if size > 0 {
-		d.pool = pool.New(b, pool.Options{Size: size, Specs: []sandbox.Spec{spec}})
+		i.Pool = pool.New(b, pool.Options{Size: size, Specs: []sandbox.Spec{spec}})
 	}
-	return nil
+	return i, nil
 }
 
-// Shutdown implements gym.Configurer: the last one closes the pool and
-// the backend.
-func (d *Domain) Shutdown(ctx context.Context) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.shared.Release(ctx, func(ctx context.Context) error {
-		p := d.pool
-		d.backend, d.pool = nil, nil
-		if p != nil {
-			return p.Close(ctx)
-		}
-		return nil
-	})
-}
+// Shutdown implements toolcall.Instance: it closes the pool, then the
+// backend.
+func (i *instance) Shutdown(ctx context.Context) error { return i.Close(ctx) }
 
 // parseBytes reads a size: a number of bytes, or a number with a suffix
 // K, M, G (or KiB, MiB, GiB; all binary).
@@ -248,10 +238,17 @@ func number(v any) (float64, bool) {
 	return 0, false
 }
 
+// Start implements toolcall.Domain as an instance with no sandbox backend
+// does: a Manager's envs start their episodes in the Instance its
+// Configure returned.
+func (d *Domain) Start(ctx context.Context, task *gym.Task, seed int64, opts gym.Options) (toolcall.Episode, error) {
+	return (&instance{}).Start(ctx, task, seed, opts)
+}
+
 // Start implements toolcall.Domain: an episode in a sandbox of its own
 // (from the warm pool when there is one), with a persistent interpreter
 // started in it in session mode.
-func (d *Domain) Start(ctx context.Context, task *gym.Task, _ int64, opts gym.Options) (toolcall.Episode, error) {
+func (i *instance) Start(ctx context.Context, task *gym.Task, _ int64, opts gym.Options) (toolcall.Episode, error) {
 	prob, err := problemOf(task)
 	if err != nil {
 		return nil, gym.InfraFault("bad_task", err)
@@ -260,11 +257,11 @@ func (d *Domain) Start(ctx context.Context, task *gym.Task, _ int64, opts gym.Op
 	if err != nil {
 		return nil, gym.AgentFault("bad_option", fmt.Errorf("%s: %w", KindName, err))
 	}
-	b, err := d.newBox(ctx)
+	b, err := i.newBox(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ep := &episode{d: d, box: b, task: task, problem: prob, opts: o}
+	ep := &episode{d: i, box: b, task: task, problem: prob, opts: o}
 	if err := ep.writeFiles(ctx); err != nil {
 		b.close(context.WithoutCancel(ctx))
 		return nil, err
@@ -325,13 +322,11 @@ type problem struct {
 
 // sandboxes returns the backend, pool and spec, or an error when the
 // manager did not configure the kind.
-func (d *Domain) sandboxes() (sandbox.Backend, *pool.Pool, sandbox.Spec, string, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.backend == nil {
-		return nil, nil, sandbox.Spec{}, "", gym.InfraFault("configure", errors.New(KindName+" has no sandbox backend: the manager did not configure it"))
+func (i *instance) sandboxes() (sandbox.Backend, *pool.Pool, sandbox.Spec, error) {
+	if i.Backend == nil {
+		return nil, nil, sandbox.Spec{}, gym.InfraFault("configure", errors.New(KindName+" has no sandbox backend: the manager did not configure it"))
 	}
-	return d.backend, d.pool, d.spec, d.name, nil
+	return i.Backend, i.Pool, i.spec, nil
 }
 
 // Oracle implements gym.OracleKind: see NewOracle.

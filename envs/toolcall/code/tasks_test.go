@@ -95,8 +95,8 @@ type restarter interface {
 func TestRestart(t *testing.T) {
 	settings := needBwrap(t)
 	ctx := t.Context()
-	d := code.NewDomain()
-	if err := d.Configure(ctx, settings); err != nil {
+	d, err := code.NewDomain().Configure(ctx, settings)
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() {

@@ -84,7 +84,8 @@
 //
 // # Settings
 //
-// Domain implements gym.Configurer (`nextstate serve --set key=value`):
+// Domain implements toolcall.Configurer, so its kind implements
+// gym.Configurer (`nextstate serve --set key=value`):
 //
 //	tau2.user_model        the model that plays the user; unset: solo only
 //	tau2.user_base_url     the endpoint (default https://api.openai.com/v1)
@@ -93,9 +94,9 @@
 //	tau2.user_temperature  0 to 2 (default 0, as tau2's)
 //	tau2.user_timeout      per request, a Go duration (default 2m)
 //
-// The requests carry the reset's seed. All Managers of a process share the
-// registered Domain: the first Configure's settings hold until the last
-// Shutdown.
+// The requests carry the reset's seed. Each Manager's Configure reads its
+// own settings (tau2.WithUser): two Managers of one process may play the
+// user with different models.
 //
 // # The reward
 //

@@ -41,19 +41,22 @@ const description = `tau2-bench's retail domain: a customer-service agent helps 
 	`times tau2's COMMUNICATE and ACTION checks where the task asks for them.`
 
 // Domain is the retail toolcall.Domain. It caches each data folder's
-// parsed database and policy, holds the user simulator's settings
-// (gym.Configurer) and gives each task's gold actions as its oracle
+// parsed database and policy (files, the same for every Manager of the
+// process), reads the user simulator's settings for each Manager
+// (toolcall.Configurer) and gives each task's gold actions as its oracle
 // (gym.OracleKind). It is safe for concurrent use.
 type Domain struct {
-	mu       sync.Mutex
-	sources  map[string]*source
-	user     *tau2.UserConfig // nil: no simulated user
-	settings map[string]string
-	refs     int // Configure calls not yet shut down
+	mu      sync.Mutex
+	sources map[string]*source
 }
 
-// NewDomain returns a Domain with no user simulator (solo mode only) until
-// Configure or SetUser gives it one.
+var (
+	_ toolcall.Configurer = (*Domain)(nil)
+	_ tau2.UserStarter    = (*Domain)(nil)
+)
+
+// NewDomain returns a Domain with no user simulator (solo mode only); its
+// Configure returns it with one.
 func NewDomain() *Domain { return &Domain{sources: map[string]*source{}} }
 
 // source is a data folder's database and policy.
@@ -101,10 +104,17 @@ func (d *Domain) source(dir, builtin string) (*source, error) {
 	return s, nil
 }
 
-// Start begins an episode of a retail task (toolcall.Domain). Options:
-// "user": "solo" or "simulated" (default: simulated when a user simulator
-// is configured, else solo); "think": true adds the think tool.
+// Start begins an episode of a retail task (toolcall.Domain), with no
+// user simulator: see StartWithUser.
 func (d *Domain) Start(ctx context.Context, task *gym.Task, seed int64, opts gym.Options) (toolcall.Episode, error) {
+	return d.StartWithUser(ctx, task, seed, opts, nil)
+}
+
+// StartWithUser begins an episode of a retail task with the user simulator
+// ucfg (nil: none; tau2.UserStarter). Options: "user": "solo" or
+// "simulated" (default: simulated when there is a user simulator, else
+// solo); "think": true adds the think tool.
+func (d *Domain) StartWithUser(ctx context.Context, task *gym.Task, seed int64, opts gym.Options, ucfg *tau2.UserConfig) (toolcall.Episode, error) {
 	data, err := TaskDataOf(task)
 	if err != nil {
 		return nil, gym.InfraFault("bad_task", err)
@@ -123,9 +133,6 @@ func (d *Domain) Start(ctx context.Context, task *gym.Task, seed int64, opts gym
 	if err != nil {
 		return nil, gym.InfraFault("bad_task", fmt.Errorf("task %q: %w", task.ID, err))
 	}
-	d.mu.Lock()
-	ucfg := d.user
-	d.mu.Unlock()
 	mode, err := tau2.UserMode(KindName, ucfg, opts)
 	if err != nil {
 		return nil, err
@@ -187,60 +194,11 @@ func (d *Domain) Oracle(task *gym.Task) (gym.Oracle, error) {
 // OracleActions are the actions of a task's oracle (see Domain.Oracle).
 func OracleActions(c *tau2.Criteria) []gym.Action { return tau2.OracleActions(c) }
 
-// Configure implements gym.Configurer: it reads the tau2.* settings (see
-// the package doc). Every Manager of the process shares the registered
-// Domain: the first Configure's settings hold until the last Shutdown, and
-// a Configure with other tau2.* settings meanwhile fails.
-func (d *Domain) Configure(_ context.Context, s gym.Settings) error {
-	mine := tau2.Settings(s)
-	cfg, err := tau2.UserConfigOf(mine)
-	if err != nil {
-		return err
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.refs > 0 {
-		if !sameSettings(d.settings, mine) {
-			return fmt.Errorf("%s is already configured with other tau2.* settings (%v, not %v)", KindName, d.settings, mine)
-		}
-		d.refs++
-		return nil
-	}
-	d.user, d.settings, d.refs = cfg, mine, 1
-	return nil
-}
-
-func sameSettings(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
-// Shutdown implements gym.Configurer.
-func (d *Domain) Shutdown(context.Context) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.refs > 0 {
-		d.refs--
-		if d.refs == 0 {
-			d.user, d.settings = nil, nil
-		}
-	}
-	return nil
-}
-
-// SetUser sets the user simulator's configuration directly (nil: none),
-// for a Domain used outside a Manager.
-func (d *Domain) SetUser(cfg *tau2.UserConfig) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.user = cfg
+// Configure implements toolcall.Configurer: it reads the tau2.* settings
+// (see the package doc) of one Manager, whose envs start their episodes
+// with that user simulator (tau2.WithUser).
+func (d *Domain) Configure(_ context.Context, s gym.Settings) (toolcall.Instance, error) {
+	return tau2.ConfigureUser(d, s)
 }
 
 // Episode is one retail episode: its database, the agent's calls, and

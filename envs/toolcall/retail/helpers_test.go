@@ -34,9 +34,9 @@ func smokeTask(t testing.TB, n int) *gym.Task {
 	return nil
 }
 
-// newEnv makes an Env of a kind over a fresh Domain (no user simulator
-// unless the test sets one).
-func newEnv(t testing.TB, d *Domain) *toolcall.Env {
+// newEnv makes an Env of a kind over d, or a fresh Domain when d is nil
+// (no user simulator unless d is a configured one).
+func newEnv(t testing.TB, d toolcall.Domain) *toolcall.Env {
 	t.Helper()
 	if d == nil {
 		d = NewDomain()

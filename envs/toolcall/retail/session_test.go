@@ -73,9 +73,9 @@ func TestSimulatedUser(t *testing.T) {
 	}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
-	d := NewDomain()
 	ctx := context.Background()
-	if err := d.Configure(ctx, userSettings(srv.URL)); err != nil {
+	d, err := NewDomain().Configure(ctx, userSettings(srv.URL))
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Shutdown(ctx)
@@ -135,12 +135,12 @@ func TestSimulatedUserFailure(t *testing.T) {
 	f := &tau2test.FakeUser{Status: http.StatusBadRequest}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
-	d := NewDomain()
-	if err := d.Configure(context.Background(), userSettings(srv.URL)); err != nil {
+	d, err := NewDomain().Configure(context.Background(), userSettings(srv.URL))
+	if err != nil {
 		t.Fatal(err)
 	}
 	env := newEnv(t, d)
-	_, _, err := env.Reset(context.Background(), smokeTask(t, 1), 1, gym.Options{"user": tau2.ModeSimulated})
+	_, _, err = env.Reset(context.Background(), smokeTask(t, 1), 1, gym.Options{"user": tau2.ModeSimulated})
 	var fe *gym.FaultError
 	if !errors.As(err, &fe) || fe.Fault != gym.FaultInfra || fe.Reason != "user_simulator" {
 		t.Fatalf("got %v, want an infrastructure fault", err)
@@ -160,7 +160,7 @@ func TestSettings(t *testing.T) {
 		{tau2.SettingUserModel: "m", tau2.SettingUserBaseURL: "http://x", tau2.SettingUserTimeout: "-1s"},
 		{tau2.SettingUserModel: "m", tau2.SettingUserAPIKeyEnv: "RETAIL_TEST_NO_SUCH_KEY"}, // OpenAI's API without a key
 	} {
-		if err := NewDomain().Configure(context.Background(), s); err == nil {
+		if _, err := NewDomain().Configure(context.Background(), s); err == nil {
 			t.Errorf("settings %v accepted", s)
 		}
 	}

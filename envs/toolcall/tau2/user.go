@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -268,64 +266,35 @@ func (u *Simulator) complete(ctx context.Context) (*openai.ChatCompletionMessage
 	return &resp.Choices[0].Message, nil
 }
 
-// UserSettings is a kind's user simulator configuration, from the tau2.*
-// settings (gym.Configurer). Every Manager of a process shares the
-// registered kind: the first Configure's settings hold until the last
-// Shutdown, and a Configure with other tau2.* settings meanwhile fails.
-// The zero value (with Kind set) has no simulator; it is safe for
-// concurrent use.
-type UserSettings struct {
-	Kind string // the kind's name, for errors
-
-	mu       sync.Mutex
-	user     *UserConfig
-	settings map[string]string
-	refs     int
+// UserStarter is a tau2 domain that starts its episodes with a user
+// simulator's configuration (nil: none, solo mode only).
+type UserStarter interface {
+	StartWithUser(ctx context.Context, task *gym.Task, seed int64, opts gym.Options, user *UserConfig) (toolcall.Episode, error)
 }
 
-// Configure reads the tau2.* settings of s.
-func (u *UserSettings) Configure(s gym.Settings) error {
-	mine := Settings(s)
-	cfg, err := UserConfigOf(mine)
+// WithUser is a tau2 domain configured by one Manager: its episodes start
+// with the user simulator of that Manager's tau2.* settings. It is the
+// toolcall.Instance of the domain's toolcall.Configurer (ConfigureUser),
+// and holds nothing to release; each Manager has its own.
+type WithUser struct {
+	Domain UserStarter
+	User   *UserConfig // nil: no simulator
+}
+
+// ConfigureUser reads the tau2.* settings of s (UserConfigOf) for a
+// domain's toolcall.Configurer: the domain with their user simulator.
+func ConfigureUser(d UserStarter, s gym.Settings) (toolcall.Instance, error) {
+	cfg, err := UserConfigOf(Settings(s))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.refs > 0 {
-		if !maps.Equal(u.settings, mine) {
-			return fmt.Errorf("%s is already configured with other tau2.* settings (%v, not %v)", u.Kind, u.settings, mine)
-		}
-		u.refs++
-		return nil
-	}
-	u.user, u.settings, u.refs = cfg, mine, 1
-	return nil
+	return &WithUser{Domain: d, User: cfg}, nil
 }
 
-// Shutdown releases a Configure's hold; after the last, no simulator.
-func (u *UserSettings) Shutdown() {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.refs > 0 {
-		u.refs--
-		if u.refs == 0 {
-			u.user, u.settings = nil, nil
-		}
-	}
+// Start implements toolcall.Domain.
+func (w *WithUser) Start(ctx context.Context, task *gym.Task, seed int64, opts gym.Options) (toolcall.Episode, error) {
+	return w.Domain.StartWithUser(ctx, task, seed, opts, w.User)
 }
 
-// User is the simulator's configuration; nil when there is none.
-func (u *UserSettings) User() *UserConfig {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.user
-}
-
-// SetUser sets the configuration directly (nil: none), for a kind used
-// outside a Manager.
-func (u *UserSettings) SetUser(cfg *UserConfig) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.user = cfg
-}
+// Shutdown implements toolcall.Instance; there is nothing to release.
+func (w *WithUser) Shutdown(context.Context) error { return nil }

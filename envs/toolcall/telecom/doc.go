@@ -121,9 +121,10 @@
 //
 // # Settings
 //
-// Domain implements gym.Configurer with the settings of retail's
-// (tau2.UserSettings): tau2.user_model, tau2.user_base_url,
-// tau2.user_api_key_env, tau2.user_temperature and tau2.user_timeout.
+// Domain implements toolcall.Configurer, so its kind implements
+// gym.Configurer, with the settings of retail's (tau2.ConfigureUser):
+// tau2.user_model, tau2.user_base_url, tau2.user_api_key_env,
+// tau2.user_temperature and tau2.user_timeout, read for each Manager.
 //
 // # The reward
 //

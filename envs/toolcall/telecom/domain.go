@@ -40,20 +40,23 @@ const description = `tau2-bench's telecom domain: a tech-support agent of a mobi
 	`(ENV_ASSERTION), times the ACTION and DB checks where the task asks for them.`
 
 // Domain is the telecom toolcall.Domain. It caches each data folder's
-// parsed databases and policies, holds the user simulator's settings
-// (gym.Configurer) and gives each task's gold actions as its oracle
+// parsed databases and policies (files, the same for every Manager of the
+// process), reads the user simulator's settings for each Manager
+// (toolcall.Configurer) and gives each task's gold actions as its oracle
 // (gym.OracleKind). It is safe for concurrent use.
 type Domain struct {
 	mu      sync.Mutex
 	sources map[string]*source
-	users   tau2.UserSettings
 }
 
-// NewDomain returns a Domain with no user simulator (solo mode only) until
-// Configure or SetUser gives it one.
-func NewDomain() *Domain {
-	return &Domain{sources: map[string]*source{}, users: tau2.UserSettings{Kind: KindName}}
-}
+var (
+	_ toolcall.Configurer = (*Domain)(nil)
+	_ tau2.UserStarter    = (*Domain)(nil)
+)
+
+// NewDomain returns a Domain with no user simulator (solo mode only); its
+// Configure returns it with one.
+func NewDomain() *Domain { return &Domain{sources: map[string]*source{}} }
 
 // source is a data folder's databases and policies.
 type source struct {
@@ -134,11 +137,18 @@ func (d *Domain) source(dir, builtin string) (*source, error) {
 	return s, nil
 }
 
-// Start begins an episode of a telecom task (toolcall.Domain). Options:
-// "user": "solo" or "simulated" (default: simulated when a user simulator
-// is configured, else solo); "policy": "manual" (the default, tau2's
-// telecom) or "workflow" (tau2's telecom-workflow).
+// Start begins an episode of a telecom task (toolcall.Domain), with no
+// user simulator: see StartWithUser.
 func (d *Domain) Start(ctx context.Context, task *gym.Task, seed int64, opts gym.Options) (toolcall.Episode, error) {
+	return d.StartWithUser(ctx, task, seed, opts, nil)
+}
+
+// StartWithUser begins an episode of a telecom task with the user
+// simulator ucfg (nil: none; tau2.UserStarter). Options: "user": "solo" or
+// "simulated" (default: simulated when there is a user simulator, else
+// solo); "policy": "manual" (the default, tau2's telecom) or "workflow"
+// (tau2's telecom-workflow).
+func (d *Domain) StartWithUser(ctx context.Context, task *gym.Task, seed int64, opts gym.Options, ucfg *tau2.UserConfig) (toolcall.Episode, error) {
 	data, err := TaskDataOf(task)
 	if err != nil {
 		return nil, gym.InfraFault("bad_task", err)
@@ -151,7 +161,6 @@ func (d *Domain) Start(ctx context.Context, task *gym.Task, seed int64, opts gym
 	if err != nil {
 		return nil, gym.InfraFault("bad_task", fmt.Errorf("task %q: %w", task.ID, err))
 	}
-	ucfg := d.users.User()
 	mode, err := tau2.UserMode(KindName, ucfg, opts)
 	if err != nil {
 		return nil, err
@@ -243,16 +252,12 @@ func (d *Domain) Oracle(task *gym.Task) (gym.Oracle, error) {
 	return tau2.Oracle(task, crit)
 }
 
-// Configure implements gym.Configurer: it reads the tau2.* settings (see
-// the package doc and tau2.UserSettings).
-func (d *Domain) Configure(_ context.Context, s gym.Settings) error { return d.users.Configure(s) }
-
-// Shutdown implements gym.Configurer.
-func (d *Domain) Shutdown(context.Context) error { d.users.Shutdown(); return nil }
-
-// SetUser sets the user simulator's configuration directly (nil: none),
-// for a Domain used outside a Manager.
-func (d *Domain) SetUser(cfg *tau2.UserConfig) { d.users.SetUser(cfg) }
+// Configure implements toolcall.Configurer: it reads the tau2.* settings
+// (see the package doc) of one Manager, whose envs start their episodes
+// with that user simulator (tau2.WithUser).
+func (d *Domain) Configure(_ context.Context, s gym.Settings) (toolcall.Instance, error) {
+	return tau2.ConfigureUser(d, s)
+}
 
 // Episode is one telecom episode: its world (the agent's database and the
 // user's phone), the calls, and the conversation with the user (simulated,

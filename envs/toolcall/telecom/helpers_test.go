@@ -69,9 +69,9 @@ func content(t testing.TB, w *world, side, name, args string) string {
 	return s
 }
 
-// newEnv makes an Env of a kind over a fresh Domain (no user simulator
-// unless the test sets one).
-func newEnv(t testing.TB, d *Domain) *toolcall.Env {
+// newEnv makes an Env of a kind over d, or a fresh Domain when d is nil
+// (no user simulator unless d is a configured one).
+func newEnv(t testing.TB, d toolcall.Domain) *toolcall.Env {
 	t.Helper()
 	if d == nil {
 		d = NewDomain()

@@ -72,9 +72,9 @@ func TestSimulatedUserWithPhone(t *testing.T) {
 	}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
-	d := NewDomain()
 	ctx := context.Background()
-	if err := d.Configure(ctx, userSettings(srv.URL)); err != nil {
+	d, err := NewDomain().Configure(ctx, userSettings(srv.URL))
+	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Shutdown(ctx)
@@ -125,12 +125,12 @@ func TestSimulatedUserFailure(t *testing.T) {
 	t.Setenv("TELECOM_TEST_USER_KEY", "sk-test")
 	srv := httptest.NewServer(&tau2test.FakeUser{Status: http.StatusBadRequest})
 	defer srv.Close()
-	d := NewDomain()
-	if err := d.Configure(context.Background(), userSettings(srv.URL)); err != nil {
+	d, err := NewDomain().Configure(context.Background(), userSettings(srv.URL))
+	if err != nil {
 		t.Fatal(err)
 	}
 	env := newEnv(t, d)
-	_, _, err := env.Reset(context.Background(), smokeTask(t, 1), 1, gym.Options{"user": tau2.ModeSimulated})
+	_, _, err = env.Reset(context.Background(), smokeTask(t, 1), 1, gym.Options{"user": tau2.ModeSimulated})
 	var fe *gym.FaultError
 	if !errors.As(err, &fe) || fe.Fault != gym.FaultInfra || fe.Reason != "user_simulator" {
 		t.Fatalf("got %v, want an infrastructure fault", err)
