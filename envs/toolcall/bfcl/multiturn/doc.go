@@ -14,6 +14,23 @@
 // text. SameState is the state checker. Random is Python's random.Random,
 // for the classes that draw ids and readings from their scenario's seed.
 //
+// The classes are one file each (filesystem, mathapi, message, posting,
+// ticket, trading, travel, vehicle; the larger with an _ops file, and
+// MathAPI with the part of mpmath and Decimal it reaches); Python's
+// operations they share are in pyops.go (subscripting, iteration, in,
+// comparisons, AttributeError), pykeys.go (dict keys of any hashable
+// value), pynum.go (int(), float(), arithmetic with Python's errors) and
+// pystr.go (strptime).
+//
+// # Deviations, on purpose
+//
+// TwitterAPI.post_tweet's default mentions list is one per instance, not
+// one per Python process (in BFCL a mention() in one case changes the
+// tweets of the later cases of the process). Sets print in their order
+// under PYTHONHASHSEED=0. TradingBot formats its timestamps in UTC (Python
+// uses the local timezone). MathAPI's float powers are correctly rounded,
+// where glibc's pow is not always. Each class's doc says the rest.
+//
 // # Fidelity
 //
 // testdata/record.py runs BFCL's own classes over every case of
