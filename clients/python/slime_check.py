@@ -62,6 +62,7 @@ sys.path.insert(0, HERE)
 
 import nextstate as ns  # noqa: E402
 from nextstate import slime_adapter as sa  # noqa: E402
+from nextstate.opd import teacher_prompt  # noqa: E402
 from nextstate.samples import iter_samples_http  # noqa: E402
 from tests import slime_model as model  # noqa: E402
 from tests.fake_teacher import FakeTeacher  # noqa: E402
@@ -643,7 +644,7 @@ def opd(srv: Server, run: str) -> None:
         out = mgr.outputs[-1]
         flat = [s for g in out.samples for t in g for s in t]
         got = per_sample(ranks)
-        hinted = sum(1 for s in flat if (s.metadata.get("opd") or {}).get("teacher_prompt"))
+        hinted = sum(1 for s in flat if teacher_prompt(s.metadata))
         check(hinted > 0, f"{hinted} of {len(flat)} turns carry a judge's hint")
         for g, d in got.items():
             t = d["teacher_log_probs"]

@@ -6,7 +6,8 @@
 * :mod:`nextstate.samples`: :class:`SampleStream`, the training-sample
   stream (at-least-once, acknowledged, resumable), and the HTTP pull.
 * :mod:`nextstate.slime_adapter`: a slime ``--rollout-function-path`` that
-  trains on the stream's samples.
+  trains on the stream's samples; :mod:`nextstate.opd` scores its turns
+  under an OPD teacher, :mod:`nextstate.chat` tokenizes text-only turns.
 
 Needs the standard library and ``websockets`` (Debian: python3-websockets).
 """

@@ -102,8 +102,9 @@ teacher server at ``--rm-url`` (an SGLang ``/generate`` endpoint, as slime's
 OPD example sets it): each turn is scored under its teacher context, the
 hint-augmented ``metadata.opd.teacher_prompt`` through the chat template
 then the same response ids when the judge gave a hint, the turn's own
-tokens otherwise. With ``--opd-type megatron`` slime's teacher scores the
-turn's own ``tokens`` and cannot see a hint; the adapter says so once.
+tokens otherwise (:mod:`nextstate.opd`). With ``--opd-type megatron``
+slime's teacher scores the turn's own ``tokens`` and cannot see a hint; the
+adapter says so once.
 
 **Evaluation** (``evaluation=True``) reads the run ``NEXTSTATE_EVAL_RUN``:
 every complete trajectory it has once its stream is quiet, each task's
@@ -116,21 +117,20 @@ file, a restarted trainer resumes after the last batch it converted.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import dataclasses
-import json
 import logging
 import math
 import os
 import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+from . import opd
+from .chat import Tokenizer, end_of_turn_id, prompt_ids, tokenize_turn  # noqa: F401 (re-exported)
 from .client import Client, ReconnectPolicy
 from .groups import GroupAssembler, Trajectory
+from .opd import Post, TeacherScorer, teacher_for, teacher_tokens  # noqa: F401 (re-exported)
 from .samples import SampleStream
 
 log = logging.getLogger("nextstate")
@@ -172,42 +172,6 @@ class PlainSample:
     remove_sample: bool = False
     status: str = "completed"
     metadata: dict[str, Any] = field(default_factory=dict)
-
-
-Tokenizer = Any  # a Hugging Face tokenizer: apply_chat_template, encode, convert_tokens_to_ids
-
-
-def prompt_ids(tokenizer: Tokenizer, prompt: Any) -> list[int]:
-    """The ids of a prompt as the serving engine saw it: chat messages
-    through the chat template with the generation prompt, a string as it
-    is."""
-    if isinstance(prompt, str):
-        return [int(t) for t in tokenizer.encode(prompt, add_special_tokens=False)]
-    # return_dict=False: transformers 5 returns a dict by default.
-    ids = tokenizer.apply_chat_template(list(prompt), tokenize=True, add_generation_prompt=True, return_dict=False)
-    if isinstance(ids, Mapping):  # a tokenizer that ignores return_dict
-        ids = ids["input_ids"]
-    return [int(t) for t in ids]
-
-
-def end_of_turn_id(tokenizer: Tokenizer) -> int:
-    """The token that ends a sampled reply: ``<|im_end|>`` when the
-    tokenizer has it (as the gym's trainer), else its EOS token."""
-    tid = tokenizer.convert_tokens_to_ids("<|im_end|>")
-    if isinstance(tid, int) and tid != getattr(tokenizer, "unk_token_id", None):
-        return tid
-    eos = getattr(tokenizer, "eos_token_id", None)
-    if isinstance(eos, int):
-        return eos
-    raise ValueError("the tokenizer has neither <|im_end|> nor an EOS token: cannot end a text-only reply")
-
-
-def tokenize_turn(tokenizer: Tokenizer, prompt: Any, response: str) -> tuple[list[int], int]:
-    """Token ids of a text-only turn, as the gym's trainer makes them: the
-    prompt (:func:`prompt_ids`), then the response and the end-of-turn
-    token; and the response's length in tokens."""
-    r_ids = [int(t) for t in tokenizer.encode(response, add_special_tokens=False)] + [end_of_turn_id(tokenizer)]
-    return prompt_ids(tokenizer, prompt) + r_ids, len(r_ids)
 
 
 def convert_sample(sample: Mapping[str, Any], offset: Optional[int] = None, *,
@@ -422,7 +386,7 @@ class Batch:
 
 def convert_groups(groups: Sequence[Sequence[Trajectory]], options: Optional[Options] = None, *,
                    tokenizer: Optional[Tokenizer] = None, sample_cls: Optional[type] = None,
-                   teacher: Optional["TeacherScorer"] = None) -> Batch:
+                   teacher: Optional[TeacherScorer] = None) -> Batch:
     """Groups of trajectories (from :class:`~nextstate.groups.GroupAssembler`)
     as a batch for slime, in ``options.layout`` (see the module doc): text-only
     turns tokenized or left out, log-probs kept only if every sample has them,
@@ -477,10 +441,7 @@ def convert_groups(groups: Sequence[Sequence[Trajectory]], options: Optional[Opt
                 for x in t:
                     x.metadata.setdefault("nextstate", {})["advantage"] = a
     if teacher is not None:
-        lps = teacher.score_many([(teacher_tokens(s, x, tokenizer), x.response_length) for s, x in sources])
-        for (_, x), lp in zip(sources, lps):
-            x.teacher_log_probs = lp
-        b.teacher_scored = len(lps)
+        b.teacher_scored = opd.attach_teacher_log_probs(teacher, sources, tokenizer)
     b.samples = [trajs if turns else [x for t in trajs for x in t] for trajs in trajs_of]
     return b
 
@@ -505,81 +466,6 @@ def post_process_rewards(args: Any, samples: Sequence[Any]) -> tuple[list[float]
         raw.append(_reward_of(s.reward, key))
         adv.append(float(a))
     return raw, adv
-
-
-def teacher_tokens(sample: Mapping[str, Any], converted: Any, tokenizer: Optional[Tokenizer]) -> list[int]:
-    """The ids the teacher scores for a turn: with a hint, the teacher
-    context (``metadata.opd.teacher_prompt`` through the chat template)
-    then the turn's response ids; without one, the turn's own tokens."""
-    tokens = list(converted.tokens)
-    tp = ((sample.get("metadata") or {}).get("opd") or {}).get("teacher_prompt")
-    if not tp:
-        return tokens
-    if tokenizer is None:
-        raise ValueError(f"sample of trajectory {sample.get('index')} has a hint: its teacher context needs the "
-                         "policy's tokenizer (set args.hf_checkpoint)")
-    n = converted.response_length
-    return prompt_ids(tokenizer, tp) + tokens[len(tokens) - n:]
-
-
-Post = Callable[[str, dict[str, Any], float], Any]
-
-
-def _post_json(url: str, payload: dict[str, Any], timeout: float) -> Any:
-    req = urllib.request.Request(url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return json.loads(resp.read())
-    except urllib.error.HTTPError as e:
-        raise RuntimeError(f"teacher {url}: HTTP {e.code}: {e.read()[:200]!r}") from None
-
-
-class TeacherScorer:
-    """Scores turns under the OPD teacher served by SGLang at ``url`` (its
-    ``/generate``): the log-prob of each response token given the tokens
-    before it, from a prefill that generates nothing."""
-
-    def __init__(self, url: str, *, temperature: Optional[float] = None, timeout: float = 300.0,
-                 workers: int = 8, post: Optional[Post] = None) -> None:
-        if not url:
-            raise ValueError("OPD needs the teacher's URL: set --rm-url to its SGLang /generate endpoint")
-        self.url = url
-        self.temperature = temperature
-        self.timeout = timeout
-        self.workers = max(1, workers)
-        self._post = post or _post_json
-
-    def score(self, tokens: Sequence[int], response_length: int) -> list[float]:
-        """The teacher's log-probs of the last ``response_length`` of ``tokens``."""
-        if response_length <= 0 or response_length >= len(tokens):
-            raise ValueError(f"teacher: {response_length} response tokens of {len(tokens)}: want a prompt and a response")
-        params: dict[str, Any] = {"max_new_tokens": 0, "skip_special_tokens": False}
-        if self.temperature is not None:
-            params["temperature"] = self.temperature
-        res = self._post(self.url, {"input_ids": list(tokens), "sampling_params": params, "return_logprob": True,
-                                    "logprob_start_len": 0}, self.timeout)
-        try:
-            entries = res["meta_info"]["input_token_logprobs"]
-        except (KeyError, TypeError):
-            raise ValueError(f"teacher {self.url}: no meta_info.input_token_logprobs in its answer "
-                             f"{str(res)[:200]!r}") from None
-        # One entry per input token, [log-prob, id, ...]; the first has none.
-        if len(entries) != len(tokens):
-            raise ValueError(f"teacher {self.url}: {len(entries)} input log-probs for {len(tokens)} tokens")
-        out = []
-        for e in entries[len(tokens) - response_length:]:
-            lp = e[0] if isinstance(e, (list, tuple)) and e else None
-            if not isinstance(lp, (int, float)):
-                raise ValueError(f"teacher {self.url}: a response token has log-prob entry {e!r}")
-            out.append(float(lp))
-        return out
-
-    def score_many(self, items: Sequence[tuple[Sequence[int], int]]) -> list[list[float]]:
-        """:meth:`score` of each ``(tokens, response_length)``, ``workers`` at a time."""
-        if len(items) <= 1 or self.workers == 1:
-            return [self.score(t, n) for t, n in items]
-        with concurrent.futures.ThreadPoolExecutor(max_workers=self.workers) as ex:
-            return list(ex.map(lambda it: self.score(*it), items))
 
 
 @dataclass
@@ -733,7 +619,6 @@ class _Background:
 _bg: Optional[_Background] = None
 _bg_lock = threading.Lock()
 _tokenizer: Any = None
-_warned_megatron_opd = False
 _warned_static_batches = False
 
 
@@ -752,24 +637,6 @@ def _load_tokenizer(args: Any) -> Optional[Tokenizer]:
 
         _tokenizer = load_tokenizer(args.hf_checkpoint, trust_remote_code=True)
     return _tokenizer
-
-
-def teacher_for(args: Any, groups: Sequence[Sequence[Trajectory]]) -> Optional[TeacherScorer]:
-    """The teacher that fills ``teacher_log_probs`` under slime's ``args``:
-    one at ``--rm-url`` with ``--use-opd --opd-type sglang``, else None."""
-    global _warned_megatron_opd
-    if not getattr(args, "use_opd", False):
-        return None
-    kind = getattr(args, "opd_type", None)
-    if kind == "sglang":
-        return TeacherScorer(getattr(args, "rm_url", None) or "", temperature=getattr(args, "rollout_temperature", None))
-    if kind == "megatron" and not _warned_megatron_opd and any(
-            (s.get("metadata") or {}).get("opd") for g in groups for t in g for s in t.samples):
-        _warned_megatron_opd = True
-        log.warning("nextstate: --opd-type megatron scores each turn's own tokens: the judge's hints "
-                    "(metadata.opd.teacher_prompt) do not reach the teacher; use --opd-type sglang with --rm-url "
-                    "to score turns under their hints")
-    return None
 
 
 def generate_rollout(args: Any, rollout_id: int, data_source: Any = None, evaluation: bool = False) -> Any:
@@ -827,8 +694,7 @@ def _tokenizer_if_needed(args: Any, groups: Sequence[Sequence[Trajectory]], eval
                          text_turns: str) -> Optional[Tokenizer]:
     samples = [s for g in groups for t in g for s in t.samples]
     text = text_turns == "tokenize" and any(not s.get("tokens") for s in samples)
-    hints = not evaluation and getattr(args, "use_opd", False) and any(
-        ((s.get("metadata") or {}).get("opd") or {}).get("teacher_prompt") for s in samples)
+    hints = not evaluation and opd.needs_tokenizer(args, samples)
     return _load_tokenizer(args) if text or hints else None
 
 

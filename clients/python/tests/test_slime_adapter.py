@@ -13,6 +13,7 @@ import types
 import unittest
 from typing import Any, Optional
 
+from nextstate import opd
 from nextstate import slime_adapter as sa
 from nextstate.groups import GroupAssembler, Trajectory
 from nextstate.samples import SampleRecord
@@ -419,7 +420,7 @@ class OPDTest(unittest.TestCase):
         groups = assemble([sample(0, 1, hint="Halve the range.")], 1).take(1)
         self.assertIsNone(sa.teacher_for(slime_args(use_opd=False), groups))
         with self.assertLogs("nextstate", "WARNING") as logs:
-            sa._warned_megatron_opd = False
+            opd._warned_megatron_opd = False
             self.assertIsNone(sa.teacher_for(slime_args(use_opd=True, opd_type="megatron"), groups))
         self.assertIn("do not reach the teacher", logs.output[0])
         with self.assertRaisesRegex(ValueError, "set --rm-url"):
