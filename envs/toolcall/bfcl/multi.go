@@ -330,7 +330,6 @@ func (e *multiEpisode) Say(context.Context, string) (string, bool, error) { retu
 func (e *multiEpisode) EndStep(_ context.Context, calls int) (string, bool, string, error) {
 	if calls > 0 {
 		if e.steps++; e.steps > MaxStepsPerTurn {
-			e.check.Cut()
 			return "", false, "force_terminated", nil
 		}
 		return "", false, "", nil

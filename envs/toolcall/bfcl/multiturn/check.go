@@ -118,21 +118,13 @@ func (c *Checker) EndTurn() *Failure {
 	return c.fail
 }
 
-// Cut records that the case was cut off before its last turn ended (BFCL's
-// force-quit after too many steps in a turn, or a limit of the episode).
-func (c *Checker) Cut() {
-	if c.fail == nil && c.turn < len(c.gt) {
-		c.fail = &Failure{Turn: c.turn, ErrorType: ErrForceTerminated, Message: fmt.Sprintf(
-			"The case ended in turn %d of %d: the model was force-terminated or the episode cut off.", c.turn, len(c.gt))}
-	}
-}
-
 // Verdict is the case's result: valid once every turn has ended and
-// passed.
+// passed; a case that ended before its last turn did (BFCL's force-quit,
+// an episode's limit) is force-terminated.
 func (c *Checker) Verdict() (bool, *Failure) {
 	if c.fail == nil && c.turn < len(c.gt) {
 		return false, &Failure{Turn: c.turn, ErrorType: ErrForceTerminated, Message: fmt.Sprintf(
-			"The case ended in turn %d of %d.", c.turn, len(c.gt))}
+			"The case ended in turn %d of %d: the model was force-terminated or the episode cut off.", c.turn, len(c.gt))}
 	}
 	return c.fail == nil, c.fail
 }
