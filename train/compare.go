@@ -56,7 +56,7 @@ func Summarize(dir string) (RunSummary, error) {
 // before and after with its intervals, per suite too; training rewards at
 // the start and the end; wall time) to w.
 func WriteComparison(w io.Writer, runs []RunSummary) {
-	fmt.Fprintln(w, "| run | steps | held-out pass@1 before | after | per suite after | outcome reward start → end | mixed reward start → end | minutes |")
+	fmt.Fprintln(w, "| run | steps | held-out pass@1 before | after | per suite, before → after | outcome reward start → end | mixed reward start → end | minutes |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, r := range runs {
 		before, after, suites := "–", "–", ""
@@ -69,7 +69,11 @@ func WriteComparison(w io.Writer, runs []RunSummary) {
 				if suites != "" {
 					suites += "; "
 				}
-				suites += name + " " + interval(r.Last.Suites[name])
+				suites += name + " "
+				if e, ok := r.First.Suites[name]; ok && r.First != r.Last {
+					suites += interval(e) + " → "
+				}
+				suites += interval(r.Last.Suites[name])
 			}
 		}
 		fmt.Fprintf(w, "| %s | %d | %s | %s | %s | %.3f → %.3f | %.3f → %.3f | %.1f |\n", filepath.Base(r.Dir), r.Steps, before, after,
@@ -82,8 +86,47 @@ func interval(e Estimate) string {
 }
 
 // ComparisonChart draws the runs' held-out pass@1 against the step, with
-// their intervals, as a standalone SVG document.
+// their intervals, as a standalone SVG document: all suites together and,
+// when the runs evaluated more than one, each suite beside it.
 func ComparisonChart(runs []RunSummary) string {
+	panels := []string{comparisonPanel("Held-out pass@1 by step (95% bootstrap intervals)", runs,
+		func(e EvalMetrics) (Estimate, bool) { return e.Pass1, true })}
+	var suites []string
+	for _, r := range runs {
+		for _, e := range r.evals {
+			for name := range e.Suites {
+				if !slices.Contains(suites, name) {
+					suites = append(suites, name)
+				}
+			}
+		}
+	}
+	slices.Sort(suites)
+	if len(suites) > 1 {
+		for _, name := range suites {
+			panels = append(panels, comparisonPanel(name, runs, func(e EvalMetrics) (Estimate, bool) {
+				est, ok := e.Suites[name]
+				return est, ok
+			}))
+		}
+	}
+	head := `<?xml version="1.0" encoding="UTF-8"?>` + "\n"
+	if len(panels) == 1 {
+		return head + styled(panels[0])
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">`,
+		chartWidth*len(panels), chartHeight, chartWidth*len(panels), chartHeight)
+	for i, p := range panels {
+		b.WriteString(strings.Replace(p, "<svg ", fmt.Sprintf(`<svg x="%d" `, i*chartWidth), 1))
+	}
+	b.WriteString("</svg>")
+	return head + styled(b.String())
+}
+
+// comparisonPanel is one chart of ComparisonChart: the estimate of each
+// run's evaluations that pick reads, by step.
+func comparisonPanel(title string, runs []RunSummary, pick func(EvalMetrics) (Estimate, bool)) string {
 	var x []float64
 	var lines []line
 	for _, r := range runs {
@@ -99,16 +142,15 @@ func ComparisonChart(runs []RunSummary) string {
 		for _, step := range x {
 			v, lo, hi := math.NaN(), math.NaN(), math.NaN()
 			for _, e := range r.evals {
-				if float64(e.Step) == step {
-					v, lo, hi = e.Pass1.Mean, e.Pass1.Low, e.Pass1.High
+				if est, ok := pick(e); ok && float64(e.Step) == step {
+					v, lo, hi = est.Mean, est.Low, est.High
 				}
 			}
 			l.y, l.lo, l.hi = append(l.y, v), append(l.lo, lo), append(l.hi, hi)
 		}
 		lines = append(lines, l)
 	}
-	svg := string(lineChart("Held-out pass@1 by step (95% bootstrap intervals)", x, lines))
-	return `<?xml version="1.0" encoding="UTF-8"?>` + "\n" + styled(svg)
+	return string(lineChart(title, x, lines))
 }
 
 // styled gives a standalone chart a white ground and the styles the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/nextstate-rl/nextstate/agent"
@@ -32,8 +33,8 @@ func (l *Loop) evaluate(ctx context.Context, step int) (*EvalMetrics, error) {
 	}
 	em := &EvalMetrics{Kind: "eval", Step: step, Version: version, Time: time.Now().UTC(), Suites: map[string]Estimate{},
 		Dir: dir}
-	all := []float64{}
-	by := map[string][]float64{}
+	all := map[string][]float64{}           // by task
+	by := map[string]map[string][]float64{} // by suite, then task
 	for _, row := range res.Rows {
 		em.Trials++
 		if row.Status == rundir.StatusInfraError {
@@ -44,9 +45,12 @@ func (l *Loop) evaluate(ctx context.Context, step int) (*EvalMetrics, error) {
 		if row.Status == rundir.StatusPassed {
 			v = 1
 		}
-		all = append(all, v)
+		all[row.Task] = append(all[row.Task], v)
 		suite := l.cfg.EvalSuite[row.Task]
-		by[suite] = append(by[suite], v)
+		if by[suite] == nil {
+			by[suite] = map[string][]float64{}
+		}
+		by[suite][row.Task] = append(by[suite][row.Task], v)
 	}
 	em.Pass1 = estimate(all)
 	for s, vs := range by {
@@ -56,17 +60,33 @@ func (l *Loop) evaluate(ctx context.Context, step int) (*EvalMetrics, error) {
 	return em, nil
 }
 
-// estimate is the mean of values with report's bootstrap interval.
-func estimate(values []float64) Estimate {
-	e := Estimate{N: len(values)}
-	if len(values) == 0 {
+// estimate is the mean of the trials' values with report's bootstrap
+// interval over tasks: a resample draws tasks, each with all its trials.
+// A task's trials are not independent draws (at temperature 0 a task
+// without randomness plays the same episode each time), so resampling
+// trials would narrow the interval by copies of one observation.
+func estimate(byTask map[string][]float64) Estimate {
+	var e Estimate
+	if len(byTask) == 0 {
 		return e
 	}
-	for _, v := range values {
-		e.Mean += v
+	tasks := make([]string, 0, len(byTask))
+	for t := range byTask {
+		tasks = append(tasks, t)
 	}
-	e.Mean /= float64(len(values))
-	iv := report.Bootstrap(values, report.BootstrapResamples, report.BootstrapLevel, report.BootstrapSeed)
+	sort.Strings(tasks) // the bootstrap's draws are seeded: a fixed order repeats them
+	means := make([]float64, 0, len(tasks))
+	for _, t := range tasks {
+		sum := 0.0
+		for _, v := range byTask[t] {
+			sum += v
+		}
+		e.Mean += sum
+		e.N += len(byTask[t])
+		means = append(means, sum/float64(len(byTask[t])))
+	}
+	e.Mean /= float64(e.N)
+	iv := report.Bootstrap(means, report.BootstrapResamples, report.BootstrapLevel, report.BootstrapSeed)
 	e.Low, e.High = iv.Low, iv.High
 	return e
 }

@@ -204,9 +204,12 @@ type line struct {
 
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"}
 
+// chartWidth and chartHeight are a line chart's size.
+const chartWidth, chartHeight = 460, 220
+
 // lineChart draws series against x as inline SVG; NaN points are gaps.
 func lineChart(title string, x []float64, lines []line) template.HTML {
-	const w, h, left, right, top, bottom = 460, 220, 48, 12, 28, 36
+	const w, h, left, right, top, bottom = chartWidth, chartHeight, 48, 12, 28, 36
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" class="chart" role="img"><title>%s</title>`,
 		w, h, w, h, html.EscapeString(title))

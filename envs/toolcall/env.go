@@ -33,6 +33,9 @@ type Config struct {
 	// classes, whose Python raises its own errors); arguments that are not
 	// a JSON object are still refused here.
 	Unchecked bool
+	// StepRule is the kind's programmatic judge of a step
+	// (gym.Spec.StepRule); nil for none.
+	StepRule func(gym.RuleInput) (score int, hint string)
 }
 
 // Kind is a gym kind made from a Domain by NewKind. It implements
@@ -108,6 +111,7 @@ func (k *Kind) Spec() gym.Spec {
 		Limits:            k.cfg.Limits,
 		Tasks:             k.cfg.Tasks,
 		JudgePrompt:       "toolcall",
+		StepRule:          k.cfg.StepRule,
 	}
 }
 

@@ -130,6 +130,10 @@
 // earlier turns. The reward is 1 when every turn passes; the info has
 // "valid", "turns", "turns_done" and, for a failure, BFCL's "error_type"
 // (multi_turn:instance_state_mismatch, ...), the "turn" and a "detail".
+// The kind's step rule (gym.Spec.StepRule, the process reward of `train
+// --judge rule`) reads what the classes answered: a step whose calls all
+// ran is 1, a step with a failed call -1 (its hint quotes the failure), a
+// step without calls 0; it does not read the ground truth.
 // The oracle plays the ground truth, each turn's calls in one step then
 // the message TurnDone. MultiSmokeTasks are two cases written for
 // nextstate (the smoke_multi folder). Task Data is {"question",

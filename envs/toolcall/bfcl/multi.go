@@ -30,6 +30,7 @@ func init() {
 			"messaging, posting, tickets, trading, travel, vehicle, math), scored by BFCL's state and response checks",
 		Unchecked: true,
 		Tasks:     MultiSmokeTasks(),
+		StepRule:  multiStepRule,
 	}, MultiDomain{}))
 }
 
