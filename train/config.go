@@ -53,7 +53,8 @@ type Config struct {
 	EvalEvery int
 	// EvalK plays each held-out task that many times (default 1), each with
 	// its own seed (a held-out secret, say); pass@1 is then over the
-	// episodes, its interval bootstrapped over them.
+	// episodes, its interval bootstrapped over the tasks (a task without
+	// randomness plays the same episode each time at temperature 0).
 	EvalK int
 	// GroupSize is K, the episodes per task in a batch (a GRPO group;
 	// default 4); Groups the tasks per batch (default 4, at most the tasks

@@ -285,8 +285,8 @@ func (l *Loop) Run(ctx context.Context) (Summary, error) {
 
 func (l *Loop) recordEval(ml *metricsLog, em *EvalMetrics) error {
 	if l.cfg.Progress != nil && em.Step == 0 {
-		fmt.Fprintf(l.cfg.Progress, "step 0/%d  v%d  held-out pass@1 %.3f [%.3f, %.3f] over %d tasks\n", l.cfg.Steps, em.Version,
-			em.Pass1.Mean, em.Pass1.Low, em.Pass1.High, em.Pass1.N)
+		fmt.Fprintf(l.cfg.Progress, "step 0/%d  v%d  held-out pass@1 %.3f [%.3f, %.3f] over %d trials%s\n", l.cfg.Steps, em.Version,
+			em.Pass1.Mean, em.Pass1.Low, em.Pass1.High, em.Pass1.N, suitesText(em))
 	}
 	return ml.write(em)
 }

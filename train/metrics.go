@@ -165,8 +165,8 @@ type EvalMetrics struct {
 	Version int       `json:"version"`
 	Time    time.Time `json:"time"`
 	// Pass1 is pass@1 over every held-out episode (EvalK per task), with
-	// its bootstrap interval (95%, over the episodes); Suites the same per
-	// suite.
+	// its bootstrap interval (95%, resampling tasks, each with its
+	// episodes); Suites the same per suite.
 	Pass1   Estimate            `json:"pass1"`
 	Suites  map[string]Estimate `json:"suites"`
 	Trials  int                 `json:"trials"`
@@ -256,10 +256,23 @@ func progressLine(w io.Writer, m Metrics, steps int, eval *EvalMetrics) {
 	}
 	ev := ""
 	if eval != nil {
-		ev = fmt.Sprintf("  held-out pass@1 %.3f [%.3f, %.3f]", eval.Pass1.Mean, eval.Pass1.Low, eval.Pass1.High)
+		ev = fmt.Sprintf("  held-out pass@1 %.3f [%.3f, %.3f]%s", eval.Pass1.Mean, eval.Pass1.Low, eval.Pass1.High, suitesText(eval))
 	}
 	fmt.Fprintf(w, "step %d/%d  v%d  reward %.3f (outcome %.3f, process %s)%s  %.0f tok/s  staleness %.2f  %d trajectories  %.1fs\n",
 		m.Step, steps, m.Version, m.Reward, m.Outcome, proc, ev, m.TokensPerS, m.StalenessMean, m.Trajectories, m.StepSeconds)
+}
+
+// suitesText is each suite's held-out pass@1 for a progress line, when
+// there are several: "; guess 0.380; vehicle 0.450".
+func suitesText(em *EvalMetrics) string {
+	if len(em.Suites) < 2 {
+		return ""
+	}
+	s := ""
+	for _, name := range sortedKeys(em.Suites) {
+		s += fmt.Sprintf("; %s %.3f", name, em.Suites[name].Mean)
+	}
+	return s
 }
 
 func finite(x float64) float64 {

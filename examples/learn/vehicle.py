@@ -28,19 +28,19 @@ START = "startEngine(ignitionMode='START')"
 
 
 def case(rng, i, split):
-    # The car's state is hidden from the agent: 70% of the time every door
-    # is locked, 70% of the time the brake is pressed. The ground truth makes
-    # only the calls the state needs, so the oracle (which plays it) opens
-    # with lockDoors, pressBrakePedal or startEngine by what the agent cannot
-    # see: about half its demonstrations start the engine at once. Locking,
-    # pressing and starting always passes.
-    locked = rng.random() < 0.7
+    # The car's state is hidden from the agent: it was left ready (every
+    # door locked, the brake held) in 55% of the cases, and otherwise with
+    # doors unlocked and the brake released. The ground truth makes only
+    # the calls the state needs, so the oracle (which plays it) starts the
+    # engine at once in about half its demonstrations, by what the agent
+    # cannot see. Locking, pressing and starting always passes.
+    ready = rng.random() < 0.55
     doors = {d: "locked" for d in DOORS}
-    if not locked:
+    if not ready:
         for d in rng.sample(DOORS, rng.randint(1, 4)):
             doors[d] = "unlocked"
-    pressed = rng.random() < 0.7
-    truth = ([] if locked else [LOCK]) + ([] if pressed else [PRESS]) + [START]
+    truth = ([] if ready else [LOCK, PRESS]) + [START]
+    pressed = ready
     cfg = {"VehicleControlAPI": {
         "random_seed": rng.randint(1, 10**6),
         "fuelLevel": float(rng.randint(5, 45)),
