@@ -37,9 +37,10 @@ demo: build
 	rm -rf $(DEMO_LEARN)
 	SHORT=1 OUT=$(DEMO_LEARN) BIN=$(BIN) scripts/learn.sh
 
-# Learning shown on this machine: SFT from scratch, then RL on guess-v1 with
-# three signals (outcome; + process rewards; + OPD), held-out pass@1 before,
-# during and after (runs/learn, learn.svg).
+# Learning shown on this machine: SFT from scratch, then RL on two env kinds
+# at once (guess-v1 and BFCL multi-turn vehicle cases, examples/learn) with
+# three signals (outcome; + process rewards; + OPD), held-out pass@1 per
+# suite before, during and after (runs/learn, learn.svg).
 learn: build
 	BIN=$(BIN) scripts/learn.sh
 
