@@ -104,7 +104,7 @@ func ComparisonChart(runs []RunSummary) string {
 	slices.Sort(suites)
 	if len(suites) > 1 {
 		for _, name := range suites {
-			panels = append(panels, comparisonPanel(name, runs, func(e EvalMetrics) (Estimate, bool) {
+			panels = append(panels, comparisonPanel(name+": held-out pass@1", runs, func(e EvalMetrics) (Estimate, bool) {
 				est, ok := e.Suites[name]
 				return est, ok
 			}))

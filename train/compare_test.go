@@ -19,7 +19,7 @@ func TestComparisonPerSuite(t *testing.T) {
 	if n := strings.Count(svg, "<svg "); n != 4 {
 		t.Errorf("%d svg elements; want the document and three panels (all, guess, vehicle)", n)
 	}
-	for _, title := range []string{"<title>guess</title>", "<title>vehicle</title>", "Held-out pass@1 by step"} {
+	for _, title := range []string{"<title>guess: held-out pass@1</title>", "<title>vehicle: held-out pass@1</title>", "Held-out pass@1 by step"} {
 		if !strings.Contains(svg, title) {
 			t.Errorf("the chart has no panel %q", title)
 		}
