@@ -35,8 +35,9 @@ TOOLS=${TOOLS-examples/learn/vehicle.jsonl}
 # rises depends on the seed (README).
 # RL's learning rate: 1e-4 moves guess-v1's openings; the vehicle's choice
 # is one token in replies of 25 to 80, each trajectory weighing the same,
-# and at 1e-4 it had not moved after 40 steps (README), at 3e-4 it flipped
-# by step 30.
+# and at 1e-4 it had not moved after 40 steps, at 3e-4 it flipped by step
+# 30. But at 3e-4 the vehicle's replies broke down in three runs of four
+# (README): a stable setting is still to be found.
 if [ "${SHORT:-0}" = 1 ]; then
   SFT_STEPS=${SFT_STEPS:-1200} RL_STEPS=${RL_STEPS:-20} RUNS=${RUNS:-outcome} TOOLS= RL_LR=${RL_LR:-1e-4}
 else
