@@ -3,6 +3,7 @@ package bfcl_test
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,7 +12,7 @@ import (
 	"github.com/nextstate-rl/nextstate/rl"
 )
 
-// calls makes one action of several tool calls, each with its own id.
+// callsAction makes one action of several tool calls, each with its own id.
 func callsAction(nameArgs ...string) gym.Action {
 	var a gym.Action
 	for i := 0; i+1 < len(nameArgs); i += 2 {
@@ -67,7 +68,7 @@ func TestMultiStepRule(t *testing.T) {
 	if s, hint := judge(callsAction(start...)); s != -1 || !strings.Contains(hint, "The call of startEngine failed: All doors must be locked before starting the engine.") {
 		t.Errorf("starting with unlocked doors: %d %q; want -1 and a hint quoting the failure", s, hint)
 	}
-	if s, hint := judge(callsAction(slicesConcat(lockAll, pressAll, start)...)); s != 1 || hint != "" {
+	if s, hint := judge(callsAction(slices.Concat(lockAll, pressAll, start)...)); s != 1 || hint != "" {
 		t.Errorf("locking, pressing and starting: %d %q; want 1", s, hint)
 	}
 	if s, hint := judge(callsAction(lockAll...), callsAction(start...)); s != -1 || !strings.Contains(hint, "Brake pedal needs to be pressed") {
@@ -76,20 +77,12 @@ func TestMultiStepRule(t *testing.T) {
 	if s, _ := judge(callsAction(lockAll...)); s != 1 {
 		t.Errorf("locking: %d; want 1", s)
 	}
-	if s, _ := judge(callsAction(slicesConcat(lockAll, pressAll, start)...), gym.TextAction(bfcl.TurnDone)); s != 0 {
+	if s, _ := judge(callsAction(slices.Concat(lockAll, pressAll, start)...), gym.TextAction(bfcl.TurnDone)); s != 0 {
 		t.Errorf("the message that ends the turn: %d; want 0", s)
 	}
 	if s, hint := judge(callsAction("nope", `{}`)); s != -1 || !strings.Contains(hint, "name 'nope' is not defined") {
 		t.Errorf("an unknown function: %d %q; want -1 quoting Python's NameError", s, hint)
 	}
-}
-
-func slicesConcat(parts ...[]string) []string {
-	var out []string
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
 }
 
 // make learn's vehicle suite holds what the demo needs: in both splits,
@@ -110,7 +103,7 @@ func TestLearnVehicleSuite(t *testing.T) {
 			action gym.Action
 			pass   bool
 		}{
-			"lock, press, start": {callsAction(slicesConcat(lockAll, pressAll, start)...), true},
+			"lock, press, start": {callsAction(slices.Concat(lockAll, pressAll, start)...), true},
 			"start":              {callsAction(start...), alone},
 		} {
 			steps, info := h.playTurns(task, []gym.Action{tc.action, gym.TextAction(bfcl.TurnDone)})
