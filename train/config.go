@@ -77,10 +77,19 @@ type Config struct {
 	Estimator string
 	// TrajectoryMean weighs every trajectory of a batch the same in the
 	// policy gradient, however many turns it took (forward_backward's
-	// trajectory_mean). Multi-turn kinds need it: without it a group's
-	// failures, which run to the step limit, outweigh its successes.
+	// trajectory_mean). Kinds whose failures run to the step limit need
+	// it: without it a group's failures outweigh its successes. Where the
+	// successes are the longer replies (a tool-call choice) it shrinks
+	// each of their tokens' share, the one that decides included, and
+	// weighing every token the same learned more steadily (the README's
+	// learning section).
 	TrajectoryMean bool
-	Adam           service.AdamParams
+	// CapNegative caps each group's negative weight over its tokens at
+	// its positive (forward_backward's cap_negative): long failures, such
+	// as replies degenerating into garbage, no longer push probability to
+	// tokens never sampled, while every token keeps its weight otherwise.
+	CapNegative bool
+	Adam        service.AdamParams
 	// WarmupSteps raises the learning rate linearly from Adam.LR/WarmupSteps
 	// at the first optimizer step to Adam.LR at step WarmupSteps (0: the
 	// full rate from the first). Adam's first steps move every weight by

@@ -344,7 +344,8 @@ func (l *Loop) step(ctx context.Context, b int, r rollout, bs *batchSamples) (Me
 	if len(bs.samples) > 0 { // none: every trial failed before the env took a step
 		var err error
 		fb, err = l.cfg.Trainer.ForwardBackward(ctx, service.ForwardBackwardRequest{Samples: bs.samples,
-			Estimator: l.cfg.Estimator, TrajectoryMean: l.cfg.TrajectoryMean, Loss: l.cfg.Loss})
+			Estimator: l.cfg.Estimator, TrajectoryMean: l.cfg.TrajectoryMean, CapNegative: l.cfg.CapNegative,
+			Loss: l.cfg.Loss})
 		if err != nil {
 			return m, fmt.Errorf("train: step %d: forward_backward: %w", b, err)
 		}

@@ -38,7 +38,7 @@ type trainFlags struct {
 	saveEvery, maxTokens, maxTurns, budget, maxBatch         int
 	alpha, lr, temperature, maxGradNorm, weightDecay, pass   float64
 	seed                                                     int64
-	trajectoryMean                                           bool
+	trajectoryMean, capNegative                              bool
 	sampleTimeout                                            time.Duration
 	judgeF                                                   judgeFlags
 }
@@ -101,6 +101,7 @@ by the flags' names; the command line wins.`,
 	fl.IntVar(&f.concurrency, "concurrency", 8, "episodes in flight")
 	fl.StringVar(&f.loss, "loss", "grpo", "the loss: grpo, grpo-kl, opd, combined, or a LossConfig as JSON (docs/training.md)")
 	fl.StringVar(&f.estimator, "estimator", "grpo", "advantage estimator: grpo, step_wise or plain")
+	fl.BoolVar(&f.capNegative, "cap-negative", false, "cap each group's negative weight over its tokens at its positive, so that long failures cannot push probability to tokens never sampled")
 	fl.BoolVar(&f.trajectoryMean, "trajectory-mean", true, "weigh every trajectory the same in the policy gradient, however many turns it took (false: every token the same, as slime does)")
 	fl.Float64Var(&f.lr, "lr", 1e-5, "AdamW learning rate")
 	fl.IntVar(&f.warmup, "warmup-steps", 0, "raise the learning rate linearly to --lr over this many optimizer steps (0: none)")
@@ -372,7 +373,7 @@ func runTrain(ctx context.Context, stdout, stderr io.Writer, f trainFlags) error
 	temp := f.temperature
 	cfg := train.Config{Gym: gymClient, Trainer: p.api, Tasks: tasks, Known: known, Mix: mix, Eval: eval, EvalSuite: evalSuite,
 		EvalEvery: f.evalEach, EvalK: f.evalK, GroupSize: f.k, Groups: f.groups, Steps: f.steps, MaxStaleness: f.staleness, Concurrency: f.concurrency,
-		Loss: loss, Estimator: f.estimator, TrajectoryMean: f.trajectoryMean, WarmupSteps: f.warmup, Adam: service.AdamParams{LR: f.lr, WeightDecay: f.weightDecay, MaxGradNorm: f.maxGradNorm},
+		Loss: loss, Estimator: f.estimator, TrajectoryMean: f.trajectoryMean, CapNegative: f.capNegative, WarmupSteps: f.warmup, Adam: service.AdamParams{LR: f.lr, WeightDecay: f.weightDecay, MaxGradNorm: f.maxGradNorm},
 		SaveEvery: f.saveEvery, SampleTimeout: f.sampleTimeout, PassThreshold: f.pass, Dir: f.out, Seed: f.seed, Progress: stdout,
 		Logger: log,
 		Policy: agent.Config{BaseURL: p.url, Model: name, Temperature: &temp, MaxTokens: f.maxTokens, MaxTurns: f.maxTurns,

@@ -123,6 +123,18 @@ type SampleOptions struct {
 	// tokens never sampled (README: a tiny policy collapses to empty
 	// replies within a few steps).
 	TrajectoryMean bool
+	// CapNegative caps each group's negative weight at its positive:
+	// where a group's samples with a negative advantage hold more of it
+	// over their trained tokens (advantage times tokens, summed) than those
+	// with a positive one, the negative advantages are scaled down until
+	// the two balance. Every token of a side keeps the same weight, so the
+	// few tokens that decide a success are not diluted by its length (as
+	// under TrajectoryMean), while long failures (replies that degenerate
+	// into garbage, episodes that run to the step limit) can no longer
+	// push probability to tokens never sampled. A group whose positive
+	// side outweighs its negative is left as it is: net positive weight
+	// sharpens the policy on what it sampled. Applied after TrajectoryMean.
+	CapNegative bool
 }
 
 // FromSamples turns the gym's and the proxy's samples (slime's Sample, as
@@ -189,7 +201,32 @@ func FromSamples(samples []rl.Sample, opt SampleOptions) ([]Datum, Conversion, e
 	if opt.TrajectoryMean {
 		spreadOverTrajectories(out, traj)
 	}
+	if opt.CapNegative {
+		capNegative(out, traj)
+	}
 	return out, cv, nil
+}
+
+// capNegative scales each group's negative advantages down to its
+// positive weight over the trained tokens (SampleOptions.CapNegative).
+func capNegative(data []Datum, traj []rlTrajectory) {
+	type mass struct{ pos, neg float64 }
+	groups := map[int]mass{}
+	for i := range data {
+		w := float64(data[i].Advantage) * float64(data[i].trainedTokens())
+		m := groups[traj[i].group]
+		if w > 0 {
+			m.pos += w
+		} else {
+			m.neg -= w
+		}
+		groups[traj[i].group] = m
+	}
+	for i := range data {
+		if m := groups[traj[i].group]; data[i].Advantage < 0 && m.neg > m.pos {
+			data[i].Advantage *= float32(m.pos / m.neg)
+		}
+	}
 }
 
 // rlTrajectory names a sample's trajectory as rl's estimators do.

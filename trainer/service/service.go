@@ -211,8 +211,11 @@ type ForwardBackwardRequest struct {
 	// TrajectoryMean (with samples) weighs every trajectory the same
 	// under token_mean, however many turns and tokens it has
 	// (SampleOptions.TrajectoryMean).
-	TrajectoryMean bool       `json:"trajectory_mean,omitempty"`
-	Loss           LossConfig `json:"loss"`
+	TrajectoryMean bool `json:"trajectory_mean,omitempty"`
+	// CapNegative (with samples) caps each group's negative weight at its
+	// positive (SampleOptions.CapNegative).
+	CapNegative bool       `json:"cap_negative,omitempty"`
+	Loss        LossConfig `json:"loss"`
 }
 
 // ForwardBackwardResult is what the call measured. Metrics hold each
@@ -269,7 +272,7 @@ func (s *Service) ForwardBackward(ctx context.Context, req ForwardBackwardReques
 	// other terms (OPD's teacher, KL, entropy, SFT) still learn from it.
 	all, hinted := req.Loss.keeps()
 	data, cv, err := s.data(req.Data, req.Samples, SampleOptions{Estimator: req.Estimator, KeepDropped: all, KeepHinted: hinted,
-		TrajectoryMean: req.TrajectoryMean})
+		TrajectoryMean: req.TrajectoryMean, CapNegative: req.CapNegative})
 	if err != nil {
 		return ForwardBackwardResult{}, err
 	}

@@ -459,6 +459,58 @@ func TestGRPOLearns(t *testing.T) {
 	}
 }
 
+// CapNegative scales a group's negative advantages down to its positive
+// weight over the trained tokens where the failures outweigh, and leaves
+// a group whose success is the longer one as it is.
+func TestCapNegative(t *testing.T) {
+	turn := func(group, index int, reward float64) rl.Sample {
+		return rl.Sample{GroupIndex: group, Index: index, Tokens: []int{3, 4, 5, 6, 7}, ResponseLength: 3, LossMask: []int{1, 1, 0},
+			Reward: reward, Status: rl.StatusCompleted}
+	}
+	// Group 0: a success of one turn, a failure of three. Group 1: a
+	// success of three turns, a failure of one.
+	samples := []rl.Sample{turn(0, 0, 1), turn(0, 1, 0), turn(0, 1, 0), turn(0, 1, 0),
+		turn(1, 0, 1), turn(1, 0, 1), turn(1, 0, 1), turn(1, 1, 0)}
+	plain, _, err := FromSamples(samples, SampleOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	capped, _, err := FromSamples(samples, SampleOptions{CapNegative: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum0 float64
+	for i := range 4 {
+		sum0 += float64(capped[i].Advantage) * float64(capped[i].trainedTokens())
+	}
+	if math.Abs(sum0) > 1e-5 || capped[0].Advantage != plain[0].Advantage {
+		t.Fatalf("group 0 capped: advantages %v, %v (from %v, %v) sum to %v over the tokens: want the success's kept and 0",
+			capped[0].Advantage, capped[1].Advantage, plain[0].Advantage, plain[1].Advantage, sum0)
+	}
+	if math.Abs(float64(capped[1].Advantage)-float64(plain[1].Advantage)/3) > 1e-6 {
+		t.Fatalf("group 0's failure: advantage %v from %v: want a third (2 positive tokens against 6)", capped[1].Advantage, plain[1].Advantage)
+	}
+	for i := 4; i < 8; i++ {
+		if capped[i].Advantage != plain[i].Advantage {
+			t.Fatalf("group 1, datum %d: advantage %v, want %v unchanged (its success outweighs)", i, capped[i].Advantage, plain[i].Advantage)
+		}
+	}
+	// Over the API, the request's cap_negative reaches the conversion.
+	m := newModel(t, 64, 4, 0.5)
+	s := newService(t, m, Options{})
+	grad := func(capNeg bool) []float32 {
+		s.Training().ZeroGrad()
+		if _, err := s.ForwardBackward(ctx, ForwardBackwardRequest{Samples: samples, CapNegative: capNeg, Loss: pgLoss()}); err != nil {
+			t.Fatal(err)
+		}
+		g, _ := s.Training().Grad("model.embed_tokens.weight")
+		return slices.Clone(g)
+	}
+	if slices.Equal(grad(false), grad(true)) {
+		t.Fatal("cap_negative changed no gradient")
+	}
+}
+
 // upperData is one datum per token of the vocabulary's upper half.
 func upperData(prompt []int32, V int) []Datum {
 	var out []Datum
