@@ -34,9 +34,11 @@ TOOLS=${TOOLS-examples/learn/vehicle.jsonl}
 # guesses, which RL does not fix in 40 steps, and whether held-out pass@1
 # rises depends on the seed (README).
 # RL on two kinds: every token weighs the same (--trajectory-mean=false)
-# at 2e-4. The vehicle's choice is one token in replies of 25 to 80; with
-# every trajectory weighing the same it did not move at 1e-4 in 40 steps,
-# and at 3e-4 its replies broke down in three runs of four (README).
+# at 2e-4, each group's negative weight capped at its positive
+# (--cap-negative). The vehicle's choice is one token in replies of 25 to
+# 80; with every trajectory weighing the same it did not move at 1e-4 in
+# 40 steps, and at 3e-4 its replies broke down in three runs of four;
+# weighing tokens alike without the cap broke one run of five (README).
 # Evaluated every 20 steps: a vehicle evaluation is 240 episodes of long
 # prompts.
 if [ "${SHORT:-0}" = 1 ]; then
@@ -44,7 +46,7 @@ if [ "${SHORT:-0}" = 1 ]; then
   WEIGHING= EVAL_EVERY=10
 else
   SFT_STEPS=${SFT_STEPS:-1200} RL_STEPS=${RL_STEPS:-40} RUNS=${RUNS:-outcome process opd} RL_LR=${RL_LR:-2e-4}
-  WEIGHING="--trajectory-mean=false" EVAL_EVERY=20
+  WEIGHING="--trajectory-mean=false --cap-negative" EVAL_EVERY=20
 fi
 mkdir -p "$OUT"
 

@@ -24,7 +24,8 @@
 // every trajectory's are in (one per step the row counts), and takes one
 // forward_backward over the whole batch (its groups whole, for the
 // advantage estimator; with Config.TrajectoryMean each trajectory weighs
-// the same however many turns it took) and one optim_step, then publishes
+// the same however many turns it took, with Config.CapNegative no group's
+// negative weight exceeds its positive) and one optim_step, then publishes
 // the weights as the next version: requests in flight keep the version
 // they began with, nothing is refused while publishing. A trajectory whose
 // samples do not come within SampleTimeout is played again (twice at most,
