@@ -158,7 +158,7 @@ func FromSamples(samples []rl.Sample, opt SampleOptions) ([]Datum, Conversion, e
 	}
 	cv := Conversion{Samples: len(samples)}
 	var out []Datum
-	var traj []rlTrajectory // each datum's trajectory, for TrajectoryMean
+	var refs []datumRef // each datum's trajectory and trained tokens, for TrajectoryMean and CapNegative
 	for i := range samples {
 		s := &samples[i]
 		if s.RemoveSample || s.Status == rl.StatusAborted {
@@ -174,7 +174,8 @@ func FromSamples(samples []rl.Sample, opt SampleOptions) ([]Datum, Conversion, e
 		if err != nil {
 			return nil, cv, fmt.Errorf("sample %d (group %d, index %d): %w", i, s.GroupIndex, s.Index, err)
 		}
-		if d.LossMask != nil && d.trainedTokens() == 0 {
+		trained := d.trainedTokens()
+		if d.LossMask != nil && trained == 0 {
 			cv.Dropped++
 			continue
 		}
@@ -196,34 +197,34 @@ func FromSamples(samples []rl.Sample, opt SampleOptions) ([]Datum, Conversion, e
 			cv.NoHint++
 		}
 		out = append(out, d)
-		traj = append(traj, rlTrajectory{s.GroupIndex, s.Index})
+		refs = append(refs, datumRef{rlTrajectory{s.GroupIndex, s.Index}, trained})
 	}
 	if opt.TrajectoryMean {
-		spreadOverTrajectories(out, traj)
+		spreadOverTrajectories(out, refs)
 	}
 	if opt.CapNegative {
-		capNegative(out, traj)
+		capNegative(out, refs)
 	}
 	return out, cv, nil
 }
 
 // capNegative scales each group's negative advantages down to its
 // positive weight over the trained tokens (SampleOptions.CapNegative).
-func capNegative(data []Datum, traj []rlTrajectory) {
+func capNegative(data []Datum, refs []datumRef) {
 	type mass struct{ pos, neg float64 }
 	groups := map[int]mass{}
 	for i := range data {
-		w := float64(data[i].Advantage) * float64(data[i].trainedTokens())
-		m := groups[traj[i].group]
+		w := float64(data[i].Advantage) * float64(refs[i].trained)
+		m := groups[refs[i].traj.group]
 		if w > 0 {
 			m.pos += w
 		} else {
 			m.neg -= w
 		}
-		groups[traj[i].group] = m
+		groups[refs[i].traj.group] = m
 	}
 	for i := range data {
-		if m := groups[traj[i].group]; data[i].Advantage < 0 && m.neg > m.pos {
+		if m := groups[refs[i].traj.group]; data[i].Advantage < 0 && m.neg > m.pos {
 			data[i].Advantage *= float32(m.pos / m.neg)
 		}
 	}
@@ -232,13 +233,20 @@ func capNegative(data []Datum, traj []rlTrajectory) {
 // rlTrajectory names a sample's trajectory as rl's estimators do.
 type rlTrajectory struct{ group, index int }
 
+// datumRef is what the advantage weightings read of a datum: its
+// trajectory and its trained tokens.
+type datumRef struct {
+	traj    rlTrajectory
+	trained int
+}
+
 // spreadOverTrajectories scales each datum's advantage by the mean
 // trained tokens per trajectory over its trajectory's (SampleOptions.
 // TrajectoryMean).
-func spreadOverTrajectories(data []Datum, traj []rlTrajectory) {
+func spreadOverTrajectories(data []Datum, refs []datumRef) {
 	tokens := map[rlTrajectory]int{}
-	for i := range data {
-		tokens[traj[i]] += data[i].trainedTokens()
+	for _, r := range refs {
+		tokens[r.traj] += r.trained
 	}
 	total := 0
 	for _, n := range tokens {
@@ -246,7 +254,7 @@ func spreadOverTrajectories(data []Datum, traj []rlTrajectory) {
 	}
 	mean := float64(total) / float64(len(tokens))
 	for i := range data {
-		if n := tokens[traj[i]]; n > 0 {
+		if n := tokens[refs[i].traj]; n > 0 {
 			data[i].Advantage *= float32(mean / float64(n))
 		}
 	}

@@ -463,10 +463,7 @@ func TestGRPOLearns(t *testing.T) {
 // weight over the trained tokens where the failures outweigh, and leaves
 // a group whose success is the longer one as it is.
 func TestCapNegative(t *testing.T) {
-	turn := func(group, index int, reward float64) rl.Sample {
-		return rl.Sample{GroupIndex: group, Index: index, Tokens: []int{3, 4, 5, 6, 7}, ResponseLength: 3, LossMask: []int{1, 1, 0},
-			Reward: reward, Status: rl.StatusCompleted}
-	}
+	turn := turnSample
 	// Group 0: a success of one turn, a failure of three. Group 1: a
 	// success of three turns, a failure of one.
 	samples := []rl.Sample{turn(0, 0, 1), turn(0, 1, 0), turn(0, 1, 0), turn(0, 1, 0),
@@ -511,6 +508,13 @@ func TestCapNegative(t *testing.T) {
 	}
 }
 
+// turnSample is one turn of trajectory index in group, with two trained
+// response tokens.
+func turnSample(group, index int, reward float64) rl.Sample {
+	return rl.Sample{GroupIndex: group, Index: index, Tokens: []int{3, 4, 5, 6, 7}, ResponseLength: 3, LossMask: []int{1, 1, 0},
+		Reward: reward, Status: rl.StatusCompleted}
+}
+
 // upperData is one datum per token of the vocabulary's upper half.
 func upperData(prompt []int32, V int) []Datum {
 	var out []Datum
@@ -526,11 +530,7 @@ func upperData(prompt []int32, V int) []Datum {
 // trained tokens; without it the failure's extra turns outweigh the
 // success threefold.
 func TestTrajectoryMean(t *testing.T) {
-	turn := func(index int, reward float64) rl.Sample {
-		return rl.Sample{GroupIndex: 0, Index: index, Tokens: []int{3, 4, 5, 6, 7}, ResponseLength: 3, LossMask: []int{1, 1, 0},
-			Reward: reward, Status: rl.StatusCompleted}
-	}
-	samples := []rl.Sample{turn(0, 1), turn(1, 0), turn(1, 0), turn(1, 0)}
+	samples := []rl.Sample{turnSample(0, 0, 1), turnSample(0, 1, 0), turnSample(0, 1, 0), turnSample(0, 1, 0)}
 	tokenSum := func(opt SampleOptions) (float64, []float32) {
 		data, _, err := FromSamples(samples, opt)
 		if err != nil {
