@@ -114,6 +114,7 @@ type answer struct {
 	promptIDs   []int
 	responseIDs []int
 	logProbs    []float64
+	version     *int // the upstream's X-Weight-Version (nextstate's trainer), when it said
 	ok          bool // a choice was seen
 }
 

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,10 @@ const (
 	ReasonSessionDone = "session_done"
 	ReasonNoJudge     = "no_judge"
 )
+
+// weightVersionHeader names the weight version of an answer of
+// nextstate's trainer (trainer/serve.VersionHeader).
+const weightVersionHeader = "X-Weight-Version"
 
 // TrainedHeader is the response header that says a turn will not be trained on.
 const TrainedHeader = "X-Nextstate-Trained"
@@ -134,6 +139,9 @@ type Turn struct {
 	PromptIDs   []int     `json:"prompt_ids,omitempty"`
 	ResponseIDs []int     `json:"response_ids,omitempty"`
 	LogProbs    []float64 `json:"logprobs,omitempty"`
+	// WeightVersion is the version of the policy's weights that answered
+	// (the upstream's X-Weight-Version, as nextstate's trainer sends it).
+	WeightVersion *int `json:"weight_version,omitempty"`
 }
 
 type job struct {
@@ -382,7 +390,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rec == nil || ans == nil || !ans.ok {
 		return
 	}
-	rec.Response = ans.text()
+	rec.Response, rec.WeightVersion = ans.text(), ans.version
 	if len(ans.promptIDs) > 0 && len(ans.responseIDs) > 0 {
 		rec.PromptIDs, rec.ResponseIDs = ans.promptIDs, ans.responseIDs
 		if len(ans.logProbs) == len(ans.responseIDs) {
@@ -539,6 +547,9 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte) *an
 	}
 	w.WriteHeader(resp.StatusCode)
 	ans := &answer{}
+	if v, err := strconv.Atoi(resp.Header.Get(weightVersionHeader)); err == nil && v >= 0 {
+		ans.version = &v
+	}
 	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	parse := resp.StatusCode == http.StatusOK
 	var full []byte
@@ -592,3 +603,7 @@ func httpError(w http.ResponseWriter, code int, msg string) {
 	w.WriteHeader(code)
 	fmt.Fprintf(w, `{"error":{"message":%q,"type":"nextstate_proxy"}}`+"\n", msg)
 }
+
+// Judging counts the turns submitted to the judge and not yet stored or
+// quarantined.
+func (p *Proxy) Judging() int64 { return p.busy.Load() }

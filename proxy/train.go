@@ -67,9 +67,10 @@ func AppendSample(ctx context.Context, st *store.Store, t Turn, jd Judgement) (i
 	tr := store.Trajectory{Run: Run, Env: "proxy", Task: t.Session, Session: t.Session, Episode: t.Step}
 	_, last, err := st.AppendSamples(ctx, tr, func(group, index int) ([][]byte, error) {
 		samples, err := rl.BuildSamples(rl.Rollout{GroupIndex: group, Index: index, Session: t.Session, Episode: t.Step,
-			Env: "proxy", Task: t.Session, Outcome: rl.Outcome{Terminated: true},
+			Env: "proxy", Task: t.Session, User: t.User, Outcome: rl.Outcome{Terminated: true},
 			Turns: []rl.PolicyTurn{{Step: t.Step, Messages: t.Messages, PromptIDs: t.PromptIDs, ResponseIDs: t.ResponseIDs,
-				LogProbs: t.LogProbs, Response: t.Response, Process: float64(jd.Vote), Judged: jd.Valid > 0, Hint: jd.Hint}}},
+				LogProbs: t.LogProbs, Response: t.Response, Process: float64(jd.Vote), Judged: jd.Valid > 0, Hint: jd.Hint,
+				WeightVersion: t.WeightVersion}}},
 			rl.DefaultMix())
 		if err != nil {
 			return nil, err

@@ -180,6 +180,9 @@ type Origin struct {
 	StepID  string `json:"step_id,omitempty"`
 	Env     string `json:"env,omitempty"`
 	Task    string `json:"task,omitempty"`
+	// User is the proxy's user whose conversation the turn was (none for
+	// the gym's episodes).
+	User string `json:"user,omitempty"`
 	// Judged is false when the step has no process reward (no judge, or a
 	// judge that did not answer); its r_t is 0.
 	Judged bool `json:"judged"`
@@ -201,7 +204,9 @@ type Rollout struct {
 	Session           string
 	Episode           int
 	Env, Task         string
-	Outcome           Outcome
+	// User is whose conversation it was (the proxy's), if anyone's.
+	User    string
+	Outcome Outcome
 	// Turns are the policy's turns, in order: one per step.
 	Turns []PolicyTurn
 }
@@ -305,7 +310,7 @@ func BuildSamples(r Rollout, mix Mix) ([]Sample, error) {
 					StepIndices: []int{i}, StepTokenSpans: [][2]int{}, OutcomeReward: o,
 				},
 				Origin: Origin{Session: r.Session, Episode: r.Episode, Step: step, StepID: t.StepID,
-					Env: r.Env, Task: r.Task, Judged: t.Judged, Refused: t.Refused, WeightVersion: t.WeightVersion},
+					Env: r.Env, Task: r.Task, User: r.User, Judged: t.Judged, Refused: t.Refused, WeightVersion: t.WeightVersion},
 			},
 		}
 		if s.Prompt == nil {

@@ -2,18 +2,16 @@ package train
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/nextstate-rl/nextstate/client"
 	"github.com/nextstate-rl/nextstate/gym"
+	"github.com/nextstate-rl/nextstate/internal/testmodel"
 	"github.com/nextstate-rl/nextstate/server"
 	"github.com/nextstate-rl/nextstate/trainer"
 	"github.com/nextstate-rl/nextstate/trainer/cpu"
@@ -65,42 +63,9 @@ func (*first) Close(context.Context) error { return nil }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// tinyModel writes a byte-level tokenizer (256 bytes and the chat
-// template's special tokens) and a random one-layer Qwen3 to a folder.
-func tinyModel(t testing.TB) string {
-	t.Helper()
-	dir := t.TempDir()
-	vocab := map[string]int{}
-	n := 0
-	for b := range 256 {
-		r := rune(b)
-		if !(b >= '!' && b <= '~' || b >= 0xA1 && b <= 0xAC || b >= 0xAE) {
-			r = rune(256 + n)
-			n++
-		}
-		vocab[string(r)] = b
-	}
-	added := []map[string]any{}
-	for i, a := range []string{"<|endoftext|>", "<|im_start|>", "<|im_end|>"} {
-		added = append(added, map[string]any{"id": 256 + i, "content": a, "special": true})
-	}
-	js, _ := json.Marshal(map[string]any{"added_tokens": added, "model": map[string]any{"type": "BPE", "vocab": vocab, "merges": []string{}}})
-	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), js, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	m, err := trainer.New(trainer.Config{ModelType: "qwen3", VocabSize: 260, HiddenSize: 32, IntermediateSize: 64, NumHiddenLayers: 1,
-		NumAttentionHeads: 2, NumKeyValueHeads: 1, HeadDim: 16, MaxPositionEmbeddings: 2048, RMSNormEps: 1e-6, RopeTheta: 1e6,
-		TieWordEmbeddings: true, HiddenAct: "silu", EOSTokenID: float64(258)}, cpu.New())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.InitRandom(1, 0.1)
-	if err := m.Save(dir, safetensors.F32, 0); err != nil {
-		t.Fatal(err)
-	}
-	m.Close()
-	return dir
-}
+// tinyModel writes a byte-level tokenizer and a random one-layer Qwen3 to
+// a folder.
+func tinyModel(t testing.TB) string { return testmodel.Write(t, 0.1, safetensors.F32) }
 
 // rig is what a loop runs on in the tests: a gym server and a trainer
 // with its policy server, all in process.

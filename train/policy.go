@@ -76,6 +76,12 @@ func ServePolicy(svc *service.Service, tok *tokenizer.Tokenizer, name string, lo
 	if err != nil {
 		return nil, err
 	}
+	return ServeHandler(h)
+}
+
+// ServeHandler serves h (Handler's paths, or a live.Router of them) on
+// 127.0.0.1 (a free port).
+func ServeHandler(h http.Handler) (*PolicyServer, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err

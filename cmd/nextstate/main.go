@@ -60,7 +60,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServe(), newServeModel(), newServeTrainer(), newTrain(), newTrainReport(), newSFT(), newEnvs(), newTasks(), newExport(), newBench(), newDemo(), newRun(), newSWE(), newProxy(), newImage(), newVersion())
+	root.AddCommand(newServe(), newServeModel(), newServeTrainer(), newTrain(), newTrainReport(), newSFT(), newEnvs(), newTasks(), newExport(), newBench(), newDemo(), newRun(), newSWE(), newProxy(), newUsers(), newImage(), newVersion())
 	return root
 }
 

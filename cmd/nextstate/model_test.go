@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nextstate-rl/nextstate/internal/testmodel"
+
 	"github.com/nextstate-rl/nextstate/rl"
-	"github.com/nextstate-rl/nextstate/trainer"
-	"github.com/nextstate-rl/nextstate/trainer/cpu"
 	"github.com/nextstate-rl/nextstate/trainer/safetensors"
 	"github.com/nextstate-rl/nextstate/trainer/service"
 )
@@ -68,38 +68,7 @@ func TestBenchTrain(t *testing.T) {
 }
 
 // writeTinyModel writes a random Qwen3 folder with a byte-level tokenizer.json.
-func writeTinyModel(t *testing.T) string {
-	dir := t.TempDir()
-	vocab := map[string]int{}
-	n := 0
-	for b := range 256 {
-		r := rune(b)
-		if !(b >= '!' && b <= '~' || b >= 0xA1 && b <= 0xAC || b >= 0xAE) {
-			r = rune(256 + n)
-			n++
-		}
-		vocab[string(r)] = b
-	}
-	added := []map[string]any{}
-	for i, a := range []string{"<|endoftext|>", "<|im_start|>", "<|im_end|>"} {
-		added = append(added, map[string]any{"id": 256 + i, "content": a, "special": true})
-	}
-	js, _ := json.Marshal(map[string]any{"added_tokens": added, "model": map[string]any{"type": "BPE", "vocab": vocab, "merges": []string{}}})
-	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), js, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	m, err := trainer.New(trainer.Config{ModelType: "qwen3", VocabSize: 260, HiddenSize: 32, IntermediateSize: 64, NumHiddenLayers: 1,
-		NumAttentionHeads: 2, NumKeyValueHeads: 1, HeadDim: 16, MaxPositionEmbeddings: 2048, RMSNormEps: 1e-6, RopeTheta: 1e6,
-		TieWordEmbeddings: true, HiddenAct: "silu", EOSTokenID: float64(258)}, cpu.New())
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.InitRandom(1, 0.5)
-	if err := m.Save(dir, safetensors.BF16, 0); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
+func writeTinyModel(t *testing.T) string { return testmodel.Write(t, 0.5, safetensors.BF16) }
 
 func TestServeModel(t *testing.T) {
 	dir := writeTinyModel(t)

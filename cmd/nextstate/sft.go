@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,7 +31,7 @@ import (
 )
 
 type sftFlags struct {
-	demos                       []string
+	demos, chats                []string
 	model, init, tokenizer, out string
 	steps, batch, maxDemos      int
 	lr                          float64
@@ -65,6 +68,7 @@ Qwen3 of that vocabulary (tiny: 4 layers of 128; small: 6 of 256).`,
 	}
 	fl := c.Flags()
 	fl.StringArrayVar(&f.demos, "demos", nil, "a run directory of demonstrations (repeatable; each is an equal share of every batch, one given twice two shares); its passed trials are used")
+	fl.StringArrayVar(&f.chats, "chats", nil, `a JSONL file of conversations, {"messages": [...], "reply": "..."} a line (nextstate users corpus writes one); repeatable, each an equal share of every batch as --demos are`)
 	fl.StringVar(&f.model, "model", "", "the model folder to fine-tune")
 	fl.StringVar(&f.init, "init", "", "make the model from scratch in this shape: tiny or small (with --tokenizer)")
 	fl.StringVar(&f.tokenizer, "tokenizer", "", "with --init: the tokenizer.json to prune to the demonstrations' tokens")
@@ -132,10 +136,52 @@ func loadDemos(dirs []string, maxDemos int) ([]demoTurn, int, error) {
 	return out, n, nil
 }
 
+// loadChats reads a JSONL file of conversations and their replies, each
+// rendered with the chat template as the engine renders a request; src
+// numbers its share of the batches.
+func loadChats(path string, src int) ([]demoTurn, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--chats: %w", err)
+	}
+	defer fh.Close()
+	var out []demoTurn
+	sc := bufio.NewScanner(fh)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for line := 1; sc.Scan(); line++ {
+		raw := bytes.TrimSpace(sc.Bytes())
+		if len(raw) == 0 {
+			continue
+		}
+		var c struct {
+			Messages json.RawMessage `json:"messages"`
+			Reply    *string         `json:"reply"`
+		}
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return nil, fmt.Errorf("--chats %s:%d: %w", path, line, err)
+		}
+		if len(c.Messages) == 0 || c.Reply == nil {
+			return nil, fmt.Errorf(`--chats %s:%d: want {"messages": [...], "reply": "..."}`, path, line)
+		}
+		p, err := serve.RenderChat(c.Messages, nil)
+		if err != nil {
+			return nil, fmt.Errorf("--chats %s:%d: %w", path, line, err)
+		}
+		out = append(out, demoTurn{prompt: p, response: *c.Reply, dir: src})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("--chats %s: %w", path, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--chats %s: no conversation", path)
+	}
+	return out, nil
+}
+
 func runSFT(ctx context.Context, stdout io.Writer, f sftFlags) error {
 	switch {
-	case len(f.demos) == 0:
-		return errors.New("--demos is required: a run directory of demonstrations (nextstate run --oracle)")
+	case len(f.demos) == 0 && len(f.chats) == 0:
+		return errors.New("--demos or --chats is required: a run directory of demonstrations (nextstate run --oracle), or a JSONL file of conversations")
 	case f.out == "":
 		return errors.New("--out is required: the model folder to write")
 	case (f.model == "") == (f.init == ""):
@@ -145,10 +191,23 @@ func runSFT(ctx context.Context, stdout io.Writer, f sftFlags) error {
 	case f.steps < 1 || f.batch < 1:
 		return errors.New("--steps and --batch must be at least 1")
 	}
-	demos, trials, err := loadDemos(f.demos, f.maxDemos)
-	if err != nil {
-		return err
+	var demos []demoTurn
+	trials := 0
+	if len(f.demos) > 0 {
+		var err error
+		if demos, trials, err = loadDemos(f.demos, f.maxDemos); err != nil {
+			return err
+		}
 	}
+	for i, path := range f.chats {
+		turns, err := loadChats(path, len(f.demos)+i)
+		if err != nil {
+			return err
+		}
+		demos = append(demos, turns...)
+		trials += len(turns)
+	}
+	sources := append(append([]string(nil), f.demos...), f.chats...)
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return err
 	}
@@ -195,6 +254,7 @@ func runSFT(ctx context.Context, stdout io.Writer, f sftFlags) error {
 		fmt.Fprintf(stdout, "nextstate sft: a %s Qwen3 from scratch (%d parameters), its tokenizer pruned from %d to %d tokens\n",
 			f.init, cfg.NumParams(), full.VocabSize(), tok.VocabSize())
 	} else {
+		var err error
 		if m, err = trainer.Load(f.model, be); err != nil {
 			return err
 		}
@@ -212,7 +272,7 @@ func runSFT(ctx context.Context, stdout io.Writer, f sftFlags) error {
 	defer m.Close()
 	end, _ := tok.TokenID("<|im_end|>")
 	// byDir holds each directory's data; with --pool, one bucket of all.
-	byDir := make([][]service.Datum, len(f.demos))
+	byDir := make([][]service.Datum, len(sources))
 	tokens, prompts := 0, 0
 	for _, d := range demos {
 		p := tok.Encode(d.prompt)
@@ -228,7 +288,7 @@ func runSFT(ctx context.Context, stdout io.Writer, f sftFlags) error {
 	var buckets [][]service.Datum
 	for i, b := range byDir {
 		if len(b) == 0 && !f.pool && f.maxDemos == 0 {
-			return fmt.Errorf("--demos %s: no passed trial to learn from", f.demos[i])
+			return fmt.Errorf("%s: nothing to learn from", sources[i])
 		}
 		if len(b) > 0 {
 			buckets = append(buckets, b)
@@ -239,7 +299,7 @@ func runSFT(ctx context.Context, stdout io.Writer, f sftFlags) error {
 		return err
 	}
 	defer svc.Close()
-	fmt.Fprintf(stdout, "nextstate sft: %d turns of %d demonstrations (%d reply tokens, %d prompt tokens); %d steps of %d turns\n",
+	fmt.Fprintf(stdout, "nextstate sft: %d turns of %d demonstrations and conversations (%d reply tokens, %d prompt tokens); %d steps of %d turns\n",
 		len(demos), trials, tokens, prompts, f.steps, f.batch)
 	rng := rand.New(rand.NewPCG(f.seed, 0x736674))
 	loss := service.LossConfig{Terms: []service.TermConfig{{Kind: "sft", Weight: 1}}}

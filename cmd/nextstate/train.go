@@ -41,6 +41,7 @@ type trainFlags struct {
 	trajectoryMean, capNegative                              bool
 	sampleTimeout                                            time.Duration
 	judgeF                                                   judgeFlags
+	live                                                     liveFlags
 }
 
 func newTrain() *cobra.Command {
@@ -73,6 +74,12 @@ by the flags' names; the command line wins.`,
 				if err := applyConfigFile(cmd.Flags(), f.config); err != nil {
 					return err
 				}
+			}
+			if f.live.listen != "" {
+				if !cmd.Flags().Changed("estimator") {
+					f.estimator = "plain"
+				}
+				return runTrainProxy(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
 			}
 			return runTrain(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
 		},
@@ -120,6 +127,15 @@ by the flags' names; the command line wins.`,
 	fl.StringVar(&f.judge, "judge", "", "process rewards and hints: none (default), rule (the env kinds' step rules, such as guess-v1's), self (the policy's frozen reference, served in this process), or url (the --judge-url endpoint)")
 	fl.StringVar(&f.logLevel, "log-level", "warn", "debug, info, warn or error")
 	f.judgeF.register(fl, "reward-mix")
+	fl.StringVar(&f.live.listen, "proxy", "", "learn from live conversations instead of the gym: serve the proxy (OpenAI's chat API, sessions by X-Session-Id) on this address in front of the policy, and train on its judged turns as they come")
+	fl.IntVar(&f.live.batch, "proxy-batch", 8, "with --proxy: samples per update")
+	fl.DurationVar(&f.live.flushAfter, "flush-after", 10*time.Second, "with --proxy: train a smaller batch once its oldest sample has waited this long")
+	fl.StringVar(&f.live.allowUsers, "allow-users", "", "with --proxy: comma-separated users whose feedback trains (default: everyone)")
+	fl.StringVar(&f.live.allowFile, "allow-users-file", "", "with --proxy: file of users whose feedback trains, one a line")
+	fl.Float64Var(&f.live.sessionRate, "session-rate", 0, "with --proxy: trained turns per minute per session (0: no limit)")
+	fl.Float64Var(&f.live.userRate, "user-rate", 0, "with --proxy: trained turns per minute per user (0: no limit)")
+	fl.BoolVar(&f.live.perUser, "per-user-lora", false, "with --proxy and --lora: one adapter per allowed user over the shared frozen base, each served to its user and trained on its user's feedback alone")
+	fl.StringVar(&f.live.readyFile, "ready-file", "", "with --proxy: write the proxy's address here once it listens")
 	return c
 }
 

@@ -1,0 +1,467 @@
+package live
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nextstate-rl/nextstate/rl"
+	"github.com/nextstate-rl/nextstate/store"
+	"github.com/nextstate-rl/nextstate/trainer/service"
+)
+
+// Files of a live run's directory.
+const (
+	UpdatesFile = "updates.jsonl" // one Update a line
+	StateFile   = "live.json"     // State: where a restart resumes
+)
+
+// Config configures a Trainer.
+type Config struct {
+	// Trainer trains and publishes the policy the proxy serves. Required.
+	Trainer service.API
+	// Store holds the proxy's samples (run proxy.Run). Required.
+	Store *store.Store
+	// Run is the samples' run label ["proxy"].
+	Run string
+	// User, when set, trains on that user's samples alone (one adapter per
+	// user: see Router).
+	User string
+	// Loss is the objective (trainer/service's LossConfig): binary RL is
+	// policy_gradient on the "rl" advantage, OPD on "opd", both on
+	// "combined". Required.
+	Loss service.LossConfig
+	// Estimator is rl's advantage estimator ["plain": A = the vote, as a
+	// turn of a conversation has no group to compare with].
+	Estimator string
+	// Adam is each update's optimizer step.
+	Adam service.AdamParams
+	// Batch is the samples of one update [8]. FlushAfter trains a smaller
+	// batch once its oldest sample has waited this long [10s].
+	Batch      int
+	FlushAfter time.Duration
+	// Dir receives UpdatesFile and StateFile. Required.
+	Dir string
+	// SaveEvery saves the training state every this many updates [1];
+	// a sample counts as trained, and is never trained on again, only once
+	// a saved state holds its update. Negative: never saved, never resumed.
+	SaveEvery int
+	Log       *slog.Logger
+}
+
+// Update is one update's record in UpdatesFile: what it trained on and
+// the version it published.
+type Update struct {
+	N int `json:"update"`
+	// Version is the weight version published after it (0 when it had
+	// nothing to learn from and published none).
+	Version int       `json:"version"`
+	Time    time.Time `json:"time"`
+	// Samples are its samples: each with its vote, its hint and the
+	// version that answered.
+	Samples []SampleRecord `json:"samples"`
+	// Votes count the samples by vote: "+1", "0", "-1"; Hinted those with
+	// a hint.
+	Votes  map[string]int `json:"votes"`
+	Hinted int            `json:"hinted"`
+	// Metrics are forward_backward's (loss terms, entropy, clip
+	// fraction, ...), with "grad_norm", "lr" and the conversion's counts.
+	Metrics map[string]float64 `json:"metrics"`
+	// TrainSeconds and PublishSeconds time the update and the publish.
+	TrainSeconds   float64 `json:"train_seconds"`
+	PublishSeconds float64 `json:"publish_seconds"`
+}
+
+// SampleRecord is one trained sample as an Update lists it.
+type SampleRecord struct {
+	Offset  int64   `json:"offset"`
+	User    string  `json:"user,omitempty"`
+	Session string  `json:"session"`
+	Step    int     `json:"step"`
+	Vote    float64 `json:"vote"`
+	Hint    string  `json:"hint,omitempty"`
+	// Version answered the turn (nil if the server did not say);
+	// Staleness is the version trained at less it.
+	Version   *int   `json:"version,omitempty"`
+	Staleness *int   `json:"staleness,omitempty"`
+	Response  string `json:"response"`
+}
+
+// State is StateFile: the updates a saved training state holds and the
+// last sample offset they trained on.
+type State struct {
+	Updates       int       `json:"updates"`
+	Offset        int64     `json:"offset"`
+	Version       int       `json:"version"`
+	TrainingState string    `json:"training_state,omitempty"`
+	Updated       time.Time `json:"updated"`
+}
+
+// Status is where a Trainer stands (Trainer.Status, and the status
+// endpoint's JSON).
+type Status struct {
+	// Read is the offset of the last sample read from the store; Stored
+	// the store's last.
+	Read   int64 `json:"read"`
+	Stored int64 `json:"stored"`
+	// Pending are read and not yet trained on; Trained were.
+	Pending int `json:"pending"`
+	Trained int `json:"trained"`
+	// Updates taken, the newest Version published, and whether an update
+	// is running now.
+	Updates  int  `json:"updates"`
+	Version  int  `json:"version"`
+	Training bool `json:"training"`
+	// Skipped counts samples of other users (Config.User) and samples
+	// that could not be read.
+	Skipped int `json:"skipped"`
+}
+
+// Idle says whether every stored sample has been read and trained on.
+func (s Status) Idle() bool { return s.Read >= s.Stored && s.Pending == 0 && !s.Training }
+
+// Trainer trains the served policy on the proxy's samples as they come.
+type Trainer struct {
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex
+	status  Status
+	pending []pendingSample
+	saved   State
+}
+
+type pendingSample struct {
+	offset int64
+	at     time.Time
+	s      rl.Sample
+}
+
+// New checks cfg and reads where a previous run in cfg.Dir stopped.
+func New(cfg Config) (*Trainer, error) {
+	switch {
+	case cfg.Trainer == nil || cfg.Store == nil:
+		return nil, errors.New("live: a trainer and the proxy's store are required")
+	case cfg.Dir == "":
+		return nil, errors.New("live: a run directory is required")
+	case len(cfg.Loss.Terms) == 0:
+		return nil, errors.New("live: a loss is required")
+	case cfg.Batch < 0 || cfg.FlushAfter < 0:
+		return nil, errors.New("live: Batch and FlushAfter are 0 (the defaults) or more")
+	}
+	if cfg.Run == "" {
+		cfg.Run = "proxy"
+	}
+	if cfg.Estimator == "" {
+		cfg.Estimator = rl.EstimatorPlain
+	}
+	if cfg.Batch == 0 {
+		cfg.Batch = 8
+	}
+	if cfg.FlushAfter == 0 {
+		cfg.FlushAfter = 10 * time.Second
+	}
+	if cfg.SaveEvery == 0 {
+		cfg.SaveEvery = 1
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	t := &Trainer{cfg: cfg, log: cfg.Log}
+	st, err := readState(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	t.saved = st
+	t.status.Read, t.status.Updates = st.Offset, st.Updates
+	return t, nil
+}
+
+// Status returns where the trainer stands.
+func (t *Trainer) Status() Status {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.status
+	s.Pending = len(t.pending)
+	s.Stored = t.cfg.Store.LastSampleOffset()
+	return s
+}
+
+// Run trains until ctx ends: it resumes from the last saved state, if
+// any (loading it and publishing it), then reads the samples as the store
+// wakes it and takes an update whenever Batch are pending, or fewer once
+// the oldest has waited FlushAfter. It returns nil when ctx ends.
+func (t *Trainer) Run(ctx context.Context) error {
+	if t.saved.TrainingState != "" && t.cfg.SaveEvery > 0 {
+		if _, err := t.cfg.Trainer.LoadState(ctx, t.saved.TrainingState); err != nil {
+			return fmt.Errorf("live: resuming from %s: %w", t.saved.TrainingState, err)
+		}
+		v, err := t.cfg.Trainer.SaveWeightsForSampler(ctx)
+		if err != nil {
+			return fmt.Errorf("live: publishing the resumed weights: %w", err)
+		}
+		t.mu.Lock()
+		t.status.Version = v.Version
+		t.mu.Unlock()
+		t.log.Info("live: resumed", "updates", t.saved.Updates, "offset", t.saved.Offset, "version", v.Version)
+	}
+	for {
+		changed := t.cfg.Store.SamplesChanged()
+		if err := t.read(ctx); err != nil {
+			return err
+		}
+		if batch, ok := t.due(time.Now()); ok {
+			if err := t.update(ctx, batch); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			continue
+		}
+		wait := t.cfg.FlushAfter
+		t.mu.Lock()
+		if len(t.pending) > 0 {
+			wait = max(time.Until(t.pending[0].at.Add(t.cfg.FlushAfter)), time.Millisecond)
+		}
+		t.mu.Unlock()
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-changed:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// read takes the samples stored since the last read.
+func (t *Trainer) read(ctx context.Context) error {
+	t.mu.Lock()
+	after := t.status.Read
+	t.mu.Unlock()
+	now := time.Now()
+	return t.cfg.Store.ScanSamples(ctx, store.SampleFilter{Run: t.cfg.Run, AfterOffset: after}, func(ss *store.StoredSample) error {
+		var s rl.Sample
+		err := json.Unmarshal(ss.Body, &s)
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.status.Read = ss.Offset
+		switch {
+		case err != nil:
+			t.status.Skipped++
+			t.log.Warn("live: an unreadable sample is skipped", "offset", ss.Offset, "err", err)
+		case t.cfg.User != "" && s.Metadata.Origin.User != t.cfg.User:
+			t.status.Skipped++
+		default:
+			t.pending = append(t.pending, pendingSample{offset: ss.Offset, at: now, s: s})
+		}
+		return nil
+	})
+}
+
+// due returns the next batch if one is due.
+func (t *Trainer) due(now time.Time) ([]pendingSample, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := len(t.pending)
+	if n == 0 || n < t.cfg.Batch && now.Sub(t.pending[0].at) < t.cfg.FlushAfter {
+		return nil, false
+	}
+	batch := t.pending[:min(n, t.cfg.Batch)]
+	t.status.Training = true
+	return batch, true
+}
+
+// update trains on batch, publishes the new weights, records the update
+// and, every SaveEvery updates, saves the training state.
+func (t *Trainer) update(ctx context.Context, batch []pendingSample) error {
+	defer func() {
+		t.mu.Lock()
+		t.status.Training = false
+		t.mu.Unlock()
+	}()
+	samples := make([]rl.Sample, len(batch))
+	for i := range batch {
+		samples[i] = batch[i].s
+	}
+	t.mu.Lock()
+	n, current := t.status.Updates+1, t.status.Version
+	t.mu.Unlock()
+	up := Update{N: n, Time: time.Now(), Votes: map[string]int{}, Metrics: map[string]float64{}}
+	begin := time.Now()
+	res, err := t.cfg.Trainer.ForwardBackward(ctx, service.ForwardBackwardRequest{Samples: samples, Estimator: t.cfg.Estimator, Loss: t.cfg.Loss})
+	if err != nil {
+		return fmt.Errorf("live: update %d: forward_backward: %w", n, err)
+	}
+	for k, v := range res.Metrics {
+		up.Metrics[k] = v
+	}
+	if cv := res.Conversion; cv != nil {
+		up.Metrics["samples/dropped"], up.Metrics["samples/hinted"] = float64(cv.Dropped), float64(cv.Hinted)
+	}
+	up.Metrics["tokens"] = float64(res.Tokens)
+	version := 0
+	if res.Tokens > 0 {
+		opt, err := t.cfg.Trainer.OptimStep(ctx, t.cfg.Adam)
+		if err != nil {
+			return fmt.Errorf("live: update %d: optim_step: %w", n, err)
+		}
+		up.Metrics["grad_norm"], up.Metrics["lr"] = opt.GradNorm, t.cfg.Adam.LR
+		up.TrainSeconds = time.Since(begin).Seconds()
+		begin = time.Now()
+		v, err := t.cfg.Trainer.SaveWeightsForSampler(ctx)
+		if err != nil {
+			return fmt.Errorf("live: update %d: publishing: %w", n, err)
+		}
+		version = v.Version
+		up.PublishSeconds = time.Since(begin).Seconds()
+	} else {
+		up.TrainSeconds = time.Since(begin).Seconds()
+	}
+	up.Version = version
+	for _, p := range batch {
+		rec := record(p, current)
+		up.Samples = append(up.Samples, rec)
+		up.Votes[voteKey(rec.Vote)]++
+		if rec.Hint != "" {
+			up.Hinted++
+		}
+	}
+	if err := appendJSONL(filepath.Join(t.cfg.Dir, UpdatesFile), up); err != nil {
+		return err
+	}
+	last := batch[len(batch)-1].offset
+	t.mu.Lock()
+	t.pending = t.pending[len(batch):]
+	t.status.Updates, t.status.Trained = n, t.status.Trained+len(batch)
+	if version > 0 {
+		t.status.Version = version
+	}
+	t.mu.Unlock()
+	t.log.Info("live: update", "n", n, "samples", len(batch), "version", version, "votes", up.Votes, "hinted", up.Hinted)
+	if t.cfg.SaveEvery > 0 && n%t.cfg.SaveEvery == 0 {
+		st, err := t.cfg.Trainer.SaveState(ctx)
+		if err != nil {
+			return fmt.Errorf("live: update %d: save_state: %w", n, err)
+		}
+		t.saved = State{Updates: n, Offset: last, Version: version, TrainingState: st.Path, Updated: time.Now()}
+		if err := writeState(t.cfg.Dir, t.saved); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func record(p pendingSample, current int) SampleRecord {
+	m := p.s.Metadata.Origin
+	r := SampleRecord{Offset: p.offset, User: m.User, Session: m.Session, Step: m.Step, Vote: p.s.Reward,
+		Version: m.WeightVersion, Response: p.s.Response}
+	if opd := p.s.Metadata.OPD; opd != nil {
+		r.Hint = opd.Hint
+	}
+	if m.WeightVersion != nil {
+		s := current - *m.WeightVersion
+		r.Staleness = &s
+	}
+	return r
+}
+
+func voteKey(v float64) string {
+	switch {
+	case v > 0:
+		return "+1"
+	case v < 0:
+		return "-1"
+	}
+	return "0"
+}
+
+func appendJSONL(path string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func readState(dir string) (State, error) {
+	b, err := os.ReadFile(filepath.Join(dir, StateFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return State{}, nil
+	}
+	if err != nil {
+		return State{}, err
+	}
+	var st State
+	if err := json.Unmarshal(b, &st); err != nil {
+		return State{}, fmt.Errorf("%s: %w", filepath.Join(dir, StateFile), err)
+	}
+	return st, nil
+}
+
+// writeState writes st whole: a temporary file, synced, then renamed.
+func writeState(dir string, st State) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, StateFile+".tmp")
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, StateFile))
+}
+
+// ReadUpdates reads a live run's UpdatesFile.
+func ReadUpdates(dir string) ([]Update, error) {
+	f, err := os.Open(filepath.Join(dir, UpdatesFile))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []Update
+	dec := json.NewDecoder(f)
+	for {
+		var u Update
+		if err := dec.Decode(&u); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return out, fmt.Errorf("%s: update %d: %w", filepath.Join(dir, UpdatesFile), len(out)+1, err)
+		}
+		out = append(out, u)
+	}
+}
