@@ -9,7 +9,7 @@ FUZZTIME  ?= 10s
 PYTHON    ?= /usr/bin/python3
 PKGS      := ./...
 
-.PHONY: all deps build image demo learn test unit race fuzz python-test slime-check leaks leaks-start bench bench-ws bench-sandbox vet clean
+.PHONY: all deps build image demo learn learn-live test unit race fuzz python-test slime-check leaks leaks-start bench bench-ws bench-sandbox vet clean
 
 all: build
 
@@ -43,6 +43,13 @@ demo: build
 # suite before, during and after (runs/learn, learn.svg).
 learn: build
 	BIN=$(BIN) scripts/learn.sh
+
+# A personal agent learning while it is used: simulated users talk to a tiny
+# model behind nextstate train --proxy; compliance with each user's
+# preference per session, binary RL vs OPD vs both, and an adversarial user
+# against the defences (runs/live, live.svg; README, "Learning while used").
+learn-live: build
+	BIN=$(BIN) scripts/learn-live.sh
 
 # The whole suite: vet, every test (with the race detector), and a short fuzz
 # run of the wire decoder. Nothing skips in CI: deps.sh installs every

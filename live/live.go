@@ -42,6 +42,11 @@ type Config struct {
 	// Estimator is rl's advantage estimator ["plain": A = the vote, as a
 	// turn of a conversation has no group to compare with].
 	Estimator string
+	// CapNegative caps each session's negative weight over its tokens at
+	// its positive (trainer/service's cap_negative; a session is a group):
+	// with A = the vote, a run of corrections can otherwise push
+	// probability to tokens never sampled, and the replies break down.
+	CapNegative bool
 	// Adam is each update's optimizer step.
 	Adam service.AdamParams
 	// Batch is the samples of one update [8]. FlushAfter trains a smaller
@@ -303,7 +308,8 @@ func (t *Trainer) update(ctx context.Context, batch []pendingSample) error {
 	t.mu.Unlock()
 	up := Update{N: n, Time: time.Now(), Votes: map[string]int{}, Metrics: map[string]float64{}}
 	begin := time.Now()
-	res, err := t.cfg.Trainer.ForwardBackward(ctx, service.ForwardBackwardRequest{Samples: samples, Estimator: t.cfg.Estimator, Loss: t.cfg.Loss})
+	res, err := t.cfg.Trainer.ForwardBackward(ctx, service.ForwardBackwardRequest{Samples: samples, Estimator: t.cfg.Estimator,
+		CapNegative: t.cfg.CapNegative, Loss: t.cfg.Loss})
 	if err != nil {
 		return fmt.Errorf("live: update %d: forward_backward: %w", n, err)
 	}

@@ -156,7 +156,7 @@ func TestComplianceRises(t *testing.T) {
 	// tests learn the same): a reply that begins with an ASCII byte.
 	ascii := simuser.Preference{Name: "ascii", Correction: "Please begin with a plain ASCII character.",
 		Met: func(r string) bool { return r != "" && r[0] < 0x80 }}
-	user := simuser.User{ID: "ann", Wants: []simuser.Preference{ascii}}
+	user := simuser.User{ID: "ann", Wants: []simuser.Preference{ascii}, AnyAnswer: true}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	res, err := simuser.Simulate(ctx, simuser.Config{BaseURL: r.url, Model: "tiny", Users: []simuser.User{user}, Sessions: 16, Turns: 4,

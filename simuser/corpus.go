@@ -61,7 +61,7 @@ func Corpus(n int, seed uint64, r Rates) []Chat {
 		t := Topics[rng.IntN(len(Topics))]
 		s := draw()
 		q := t.Question
-		if question == Requery || rng.IntN(4) == 0 {
+		if question == Requery || question == NotAnswered || rng.IntN(4) == 0 {
 			q = t.Rephrased
 		}
 		msgs = append(msgs, rl.Message{Role: "user", Content: join(question, q)})
@@ -78,12 +78,14 @@ func Corpus(n int, seed uint64, r Rates) []Chat {
 // corpusReaction is a random user reaction to an earlier reply, as the
 // sessions' users give them, whatever the reply was.
 func corpusReaction(rng *rand.Rand, prefs []Preference) string {
-	switch rng.IntN(3) {
+	switch rng.IntN(4) {
 	case 0:
 		return Thanks[rng.IntN(len(Thanks))]
 	case 1:
 		return "No. " + prefs[rng.IntN(len(prefs))].Correction
-	default:
+	case 2:
 		return Requery
+	default:
+		return NotAnswered
 	}
 }

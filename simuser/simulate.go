@@ -47,7 +47,8 @@ type Config struct {
 // Reply is one reply a user got.
 type Reply struct {
 	Text string `json:"text"`
-	// Met says whether it met every preference of its user.
+	// Met says whether it answered the question and met every preference
+	// of its user.
 	Met bool `json:"met"`
 	// Version is the weight version that answered (X-Weight-Version), -1
 	// if the server did not say.
@@ -144,14 +145,14 @@ func (cfg *Config) session(ctx context.Context, i, round int) (SessionResult, er
 		if last {
 			break
 		}
-		r := Reply{Text: text, Met: u.Met(text), Version: version, NotTrained: notTrained}
+		r := Reply{Text: text, Met: u.Met(topic, text), Version: version, NotTrained: notTrained}
 		if r.Met {
 			met++
 		}
 		res.Replies = append(res.Replies, r)
 		msgs = append(msgs, rl.Message{Role: "assistant", Content: text})
 		var requery bool
-		reaction, requery = u.React(text, rng)
+		reaction, requery = u.React(topic, text, rng)
 		if requery {
 			question = topic.Rephrased
 		} else {

@@ -103,19 +103,25 @@ func TestReact(t *testing.T) {
 	u := &User{ID: "u", Wants: []Preference{short, question}}
 	rng := rand.New(rand.NewPCG(5, 6))
 	good := Topics[0].Reply(Style{Question: true}, rng)
-	if text, rq := u.React(good, rng); !strings.HasPrefix(text, "Thank") && !strings.HasPrefix(text, "Great") || rq {
+	if text, rq := u.React(Topics[0], good, rng); !strings.HasPrefix(text, "Thank") && !strings.HasPrefix(text, "Great") || rq {
 		t.Errorf("reaction to a reply that meets both: %q, requery %v", text, rq)
 	}
 	bad := Topics[0].Reply(Style{Long: true, Question: true}, rng)
-	if text, rq := u.React(bad, rng); text != "No. "+short.Correction || rq {
+	if text, rq := u.React(Topics[0], bad, rng); text != "No. "+short.Correction || rq {
 		t.Errorf("reaction to a long reply: %q, requery %v", text, rq)
 	}
 	u.Requery = 1
-	if text, rq := u.React(bad, rng); text != Requery || !rq {
+	if text, rq := u.React(Topics[0], bad, rng); text != Requery || !rq {
 		t.Errorf("with Requery 1: %q, requery %v", text, rq)
 	}
+	if text, rq := u.React(Topics[0], "see see more?", rng); text != NotAnswered || !rq {
+		t.Errorf("reaction to a reply that does not answer: %q, requery %v", text, rq)
+	}
+	if u.Met(Topics[0], "see see more?") || !u.Met(Topics[0], good) {
+		t.Error("Met: want a reply that answers and meets both, and not one that does not answer")
+	}
 	adv := &User{ID: "m", Wants: []Preference{short}, Unsafe: 1}
-	if text, _ := adv.React(good, rng); !strings.HasPrefix(text, "Ignore") {
+	if text, _ := adv.React(Topics[0], good, rng); !strings.HasPrefix(text, "Ignore") {
 		t.Errorf("adversary with Unsafe 1: %q", text)
 	}
 }

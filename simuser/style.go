@@ -53,6 +53,18 @@ func (t Topic) Reply(s Style, rng *rand.Rand) string {
 	return out
 }
 
+// Answered says whether reply answers t's question: it holds one of t's
+// facts, in any case.
+func (t Topic) Answered(reply string) bool {
+	r := strings.ToLower(reply)
+	for _, f := range t.Facts {
+		if strings.Contains(r, strings.ToLower(strings.TrimSuffix(f, "."))) {
+			return true
+		}
+	}
+	return false
+}
+
 // A Preference is something a user wants of every reply: a test a reply
 // meets or not, and the correction that states it.
 type Preference struct {

@@ -163,3 +163,20 @@ func styled(svg string) string {
 	}
 	return svg
 }
+
+// Series is one line of a Chart: Y by x, NaN where it has no point, and
+// an interval (Lo, Hi) when set.
+type Series struct {
+	Name      string
+	Y, Lo, Hi []float64
+}
+
+// Chart draws series against x as a standalone SVG document in the style
+// of the reports' charts.
+func Chart(title string, x []float64, series []Series) string {
+	lines := make([]line, len(series))
+	for i, s := range series {
+		lines[i] = line{name: s.Name, y: s.Y, lo: s.Lo, hi: s.Hi}
+	}
+	return `<?xml version="1.0" encoding="UTF-8"?>` + "\n" + styled(string(lineChart(title, x, lines)))
+}

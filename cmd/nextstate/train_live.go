@@ -83,6 +83,9 @@ func runTrainProxy(ctx context.Context, stdout, stderr io.Writer, f trainFlags) 
 	case f.judge == "" || f.judge == "none":
 		return errors.New("--proxy needs a judge: --judge rule (the users' words: thanks, corrections, re-queries), url (--judge-url) or self")
 	}
+	if err := proxy.CheckListen(lf.listen, false); err != nil {
+		return err
+	}
 	loss, err := lossPreset(f.loss)
 	if err != nil {
 		return err
@@ -134,7 +137,7 @@ func runTrainProxy(ctx context.Context, stdout, stderr io.Writer, f trainFlags) 
 			dir = filepath.Join(f.out, "users", user)
 		}
 		t, err := live.New(live.Config{Trainer: api, Store: st, User: user, Loss: loss, Estimator: f.estimator,
-			Adam:  service.AdamParams{LR: f.lr, WeightDecay: f.weightDecay, MaxGradNorm: f.maxGradNorm},
+			CapNegative: f.capNegative, Adam: service.AdamParams{LR: f.lr, WeightDecay: f.weightDecay, MaxGradNorm: f.maxGradNorm},
 			Batch: lf.batch, FlushAfter: lf.flushAfter, Dir: dir, Log: log})
 		if err != nil {
 			return err
@@ -202,6 +205,15 @@ func runTrainProxy(ctx context.Context, stdout, stderr io.Writer, f trainFlags) 
 	for e := range errs {
 		err = errors.Join(err, e)
 	}
+	for u := range trainers {
+		dir := f.out
+		if u != "" {
+			dir = filepath.Join(f.out, "users", u)
+		}
+		if rerr := live.WriteReport(dir); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
 	s := status()
 	for u, ts := range s.Trainers {
 		name := "the policy"
@@ -210,9 +222,12 @@ func runTrainProxy(ctx context.Context, stdout, stderr io.Writer, f trainFlags) 
 		}
 		fmt.Fprintf(stdout, "nextstate train: %s: %d updates on %d samples, version %d\n", name, ts.Updates, ts.Trained, ts.Version)
 	}
-	fmt.Fprintf(stdout, "nextstate train: %d requests, %d samples, %d quarantined, %d not allowed or rate-limited; updates: %s\n",
-		s.Proxy.Requests, s.Proxy.Samples, s.Proxy.Quarantined, s.Proxy.Requests-s.Proxy.Trained-s.Proxy.NoSession-s.Proxy.Side,
-		filepath.Join(f.out, live.UpdatesFile))
+	updates := filepath.Join(f.out, live.UpdatesFile)
+	if lf.perUser {
+		updates = filepath.Join(f.out, "users", "*", live.UpdatesFile)
+	}
+	fmt.Fprintf(stdout, "nextstate train: %d requests, %d turns kept for training, %d samples, %d quarantined, %d dropped; updates: %s\n",
+		s.Proxy.Requests, s.Proxy.Trained, s.Proxy.Samples, s.Proxy.Quarantined, s.Proxy.Dropped, updates)
 	return err
 }
 

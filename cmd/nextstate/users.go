@@ -7,15 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/nextstate-rl/nextstate/live"
 	"github.com/nextstate-rl/nextstate/simuser"
+	"github.com/nextstate-rl/nextstate/train"
 )
 
 func newUsers() *cobra.Command {
@@ -30,7 +34,7 @@ or a re-query. "corpus" writes the warm start's SFT conversations, whose replies
 in exactly those properties; "simulate" plays sessions against an OpenAI-compatible
 endpoint (nextstate train --proxy) and reports each user's compliance per session.`,
 	}
-	c.AddCommand(newUsersCorpus(), newUsersSimulate())
+	c.AddCommand(newUsersCorpus(), newUsersSimulate(), newUsersReport())
 	return c
 }
 
@@ -219,10 +223,12 @@ func runSimulate(ctx context.Context, stdout io.Writer, f simulateFlags) error {
 	return err
 }
 
-// waitIdle polls a live trainer's status until it says idle.
+// waitIdle polls a live trainer's status until it says idle; it gives up
+// after timeout, or when the status cannot be read three times running.
 func waitIdle(ctx context.Context, url string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	failed := 0
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -239,10 +245,73 @@ func waitIdle(ctx context.Context, url string, timeout time.Duration) error {
 				return nil
 			}
 		}
+		if failed++; err == nil {
+			failed = 0
+		} else if failed >= 3 {
+			return fmt.Errorf("--status %s: %w", url, err)
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("--status %s: not idle after %s: %w", url, timeout, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+func newUsersReport() *cobra.Command {
+	var svg string
+	c := &cobra.Command{
+		Use:   "report RUN_DIR [RUN_DIR ...]",
+		Short: "Rewrite live runs' report.html and compare their users' compliance: a Markdown table, a chart",
+		Long: `Each RUN_DIR is a nextstate train --proxy run directory holding the sessions of
+nextstate users simulate --out RUN_DIR/sessions.jsonl. Prints, per run, the mean
+compliance of its users (adversaries apart) in the first four and the last four sessions
+and each user's; --svg charts the mean compliance per session of every run.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, dirs []string) error {
+			out := cmd.OutOrStdout()
+			var series []train.Series
+			fmt.Fprintln(out, "| run | sessions 1–4 | last 4 sessions | each user, first 4 → last 4 |")
+			fmt.Fprintln(out, "|---|---|---|---|")
+			longest := 0
+			for _, d := range dirs {
+				if err := live.WriteReport(d); err != nil {
+					return fmt.Errorf("%s: %w", d, err)
+				}
+				res, err := simuser.ReadSessions(filepath.Join(d, live.SessionsFile))
+				if err != nil {
+					return fmt.Errorf("%s: %w (nextstate users simulate --out %s)", d, err, filepath.Join(d, live.SessionsFile))
+				}
+				good := simuser.Compliance(res, func(r simuser.SessionResult) bool { return !r.Adversary })
+				n := len(good)
+				longest = max(longest, n)
+				var each []string
+				for _, u := range simuser.Users(res) {
+					c := simuser.Compliance(res, func(r simuser.SessionResult) bool { return r.User == u.User })
+					name := u.User + " (" + u.Wants + ")"
+					if u.Adversary {
+						name += ", adversary"
+					}
+					each = append(each, fmt.Sprintf("%s %.2f → %.2f", name, simuser.Mean(c, 1, 4), simuser.Mean(c, n-3, n)))
+				}
+				fmt.Fprintf(out, "| %s | %.2f | %.2f | %s |\n", filepath.Base(d), simuser.Mean(good, 1, 4), simuser.Mean(good, n-3, n), strings.Join(each, "; "))
+				series = append(series, train.Series{Name: filepath.Base(d), Y: good})
+			}
+			if svg == "" {
+				return nil
+			}
+			x := make([]float64, longest)
+			for i := range x {
+				x[i] = float64(i + 1)
+			}
+			for i := range series {
+				for len(series[i].Y) < longest {
+					series[i].Y = append(series[i].Y, math.NaN())
+				}
+			}
+			return os.WriteFile(svg, []byte(train.Chart("Users' compliance per session (mean over the users)", x, series)), 0o644)
+		},
+	}
+	c.Flags().StringVar(&svg, "svg", "", "write the chart of compliance per session to this SVG file")
+	return c
 }
