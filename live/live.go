@@ -190,6 +190,8 @@ func New(cfg Config) (*Trainer, error) {
 	}
 	t.saved = st
 	t.status.Read, t.status.Updates = st.Offset, st.Updates
+	// Busy until Run has loaded and published the saved state.
+	t.status.Training = st.TrainingState != "" && cfg.SaveEvery > 0
 	return t, nil
 }
 
@@ -217,13 +219,16 @@ func (t *Trainer) Run(ctx context.Context) error {
 			return fmt.Errorf("live: publishing the resumed weights: %w", err)
 		}
 		t.mu.Lock()
-		t.status.Version = v.Version
+		t.status.Version, t.status.Training = v.Version, false
 		t.mu.Unlock()
 		t.log.Info("live: resumed", "updates", t.saved.Updates, "offset", t.saved.Offset, "version", v.Version)
 	}
 	for {
 		changed := t.cfg.Store.SamplesChanged()
 		if err := t.read(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
 			return err
 		}
 		if batch, ok := t.due(time.Now()); ok {

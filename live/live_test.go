@@ -40,6 +40,27 @@ type rig struct {
 	url     string // the proxy's /v1
 	trainer *live.Trainer
 	dir     string
+	cfg     live.Config
+	stop    func() // stops the trainer and waits for it
+}
+
+// start starts a Trainer of r.cfg, and stop stops it.
+func (r *rig) start(t *testing.T) {
+	t.Helper()
+	var err error
+	if r.trainer, err = live.New(r.cfg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- r.trainer.Run(ctx) }()
+	r.stop = func() {
+		cancel()
+		if err := <-ran; err != nil {
+			t.Errorf("the live trainer: %v", err)
+		}
+		r.stop = func() {}
+	}
 }
 
 func newRig(t *testing.T, cfg live.Config) *rig {
@@ -77,17 +98,10 @@ func newRig(t *testing.T, cfg live.Config) *rig {
 	srv := httptest.NewServer(r.proxy)
 	r.url = srv.URL + "/v1"
 	cfg.Trainer, cfg.Store, cfg.Dir, cfg.Log = r.svc, st, dir, quiet()
-	if r.trainer, err = live.New(cfg); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- r.trainer.Run(ctx) }()
+	r.cfg = cfg
+	r.start(t)
 	t.Cleanup(func() {
-		cancel()
-		if err := <-ran; err != nil {
-			t.Errorf("the live trainer: %v", err)
-		}
+		r.stop()
 		srv.Close()
 		sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer scancel()
@@ -283,5 +297,48 @@ func TestPublishDuringStream(t *testing.T) {
 	}
 	if slices.Equal(after, want) {
 		t.Fatalf("version 1 answers as version 0 did (%v): the publish changed nothing", after)
+	}
+}
+
+// A trainer stopped after two updates and started again on the same run
+// directory loads the saved state, publishes it, and reads on after the
+// last sample it trained: the next update holds the new session's samples
+// alone.
+func TestResume(t *testing.T) {
+	r := newRig(t, live.Config{Loss: service.LossConfig{Terms: []service.TermConfig{{Kind: "policy_gradient", Weight: 1, Advantage: "rl"}}},
+		Adam: service.AdamParams{LR: 1e-2}, Batch: 4, FlushAfter: time.Hour})
+	ascii := simuser.Preference{Name: "ascii", Correction: "Please begin with a plain ASCII character.",
+		Met: func(r string) bool { return r != "" && r[0] < 0x80 }}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	play := func(run string, sessions int) {
+		_, err := simuser.Simulate(ctx, simuser.Config{BaseURL: r.url, Model: "tiny", Sessions: sessions, Turns: 4, Run: run, Seed: 1,
+			Temperature: 1, MaxTokens: 8, Wait: func(ctx context.Context, _ int) error { return r.idle(ctx) },
+			Users: []simuser.User{{ID: "ann", Wants: []simuser.Preference{ascii}, AnyAnswer: true}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	play("a", 2)
+	r.stop()
+	r.start(t)
+	if err := r.idle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.trainer.Status(); st.Updates != 2 || st.Read != 8 || st.Version != 3 {
+		t.Fatalf("resumed: %+v, want 2 updates, offset 8 read, the saved state published as version 3", st)
+	}
+	play("b", 1)
+	ups, err := live.ReadUpdates(r.dir)
+	if err != nil || len(ups) != 3 {
+		t.Fatalf("updates: %d, %v; want 3", len(ups), err)
+	}
+	for i, s := range ups[2].Samples {
+		if s.Offset != int64(9+i) || !strings.HasPrefix(s.Session, "b-") {
+			t.Fatalf("the update after resuming trained on %+v: want the new session's samples, offsets 9 to 12", s)
+		}
+	}
+	if ups[2].Version != 4 {
+		t.Fatalf("the update after resuming published version %d, want 4", ups[2].Version)
 	}
 }

@@ -114,6 +114,10 @@
 // unlike the mean rl's process reward takes), and one valid flagging vote
 // quarantines the turn. Judging runs on Workers goroutines (4) from a
 // queue of Queue turns (256); past it a turn is dropped and logged.
+// FeedbackJudge is a programmatic judge for when no judge model is at
+// hand: one vote read from the user's words (thanks, a correction and its
+// "please" sentences as the hint, a re-query; a request to ignore the
+// instructions flagged).
 //
 // # Samples
 //
@@ -135,5 +139,9 @@
 // (server.Server.Mount) on the server's address and store, behind the
 // server's token (which is not forwarded upstream), judged by serve's
 // --judge-url; the store wakes the stream's subscribers. Its users
-// are self-asserted behind that token (see Identity).
+// are self-asserted behind that token (see Identity). To train on the
+// samples as they come, in front of the policy being trained, see package
+// live (`nextstate train --proxy`). A turn's sample names its user
+// (metadata.nextstate.user) and the weight version that answered it
+// (the upstream's X-Weight-Version).
 package proxy
