@@ -258,29 +258,41 @@ func (t *Trainer) Run(ctx context.Context) error {
 	}
 }
 
-// read takes the samples stored since the last read.
+// read takes the samples stored since the last read, keeping at most four
+// batches pending (the rest stay in the store until there is room).
+// Samples of other users (Config.User) are passed over.
 func (t *Trainer) read(ctx context.Context) error {
-	t.mu.Lock()
-	after := t.status.Read
-	t.mu.Unlock()
-	now := time.Now()
-	return t.cfg.Store.ScanSamples(ctx, store.SampleFilter{Run: t.cfg.Run, AfterOffset: after}, func(ss *store.StoredSample) error {
-		var s rl.Sample
-		err := json.Unmarshal(ss.Body, &s)
+	for {
 		t.mu.Lock()
-		defer t.mu.Unlock()
-		t.status.Read = ss.Offset
-		switch {
-		case err != nil:
-			t.status.Skipped++
-			t.log.Warn("live: an unreadable sample is skipped", "offset", ss.Offset, "err", err)
-		case t.cfg.User != "" && s.Metadata.Origin.User != t.cfg.User:
-			t.status.Skipped++
-		default:
-			t.pending = append(t.pending, pendingSample{offset: ss.Offset, at: now, s: s})
+		after, room := t.status.Read, 4*t.cfg.Batch-len(t.pending)
+		t.mu.Unlock()
+		if room <= 0 {
+			return nil
 		}
-		return nil
-	})
+		now := time.Now()
+		scanned := 0
+		err := t.cfg.Store.ScanSamples(ctx, store.SampleFilter{Run: t.cfg.Run, AfterOffset: after, Limit: room}, func(ss *store.StoredSample) error {
+			scanned++
+			var s rl.Sample
+			err := json.Unmarshal(ss.Body, &s)
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			t.status.Read = ss.Offset
+			switch {
+			case err != nil:
+				t.status.Skipped++
+				t.log.Warn("live: an unreadable sample is skipped", "offset", ss.Offset, "err", err)
+			case t.cfg.User != "" && s.Metadata.Origin.User != t.cfg.User:
+				t.status.Skipped++
+			default:
+				t.pending = append(t.pending, pendingSample{offset: ss.Offset, at: now, s: s})
+			}
+			return nil
+		})
+		if err != nil || scanned < room {
+			return err
+		}
+	}
 }
 
 // due returns the next batch if one is due.

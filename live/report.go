@@ -76,6 +76,11 @@ func WriteReport(dir string) error {
 	if err != nil {
 		return err
 	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
 	if err := reportTemplate.Execute(f, d); err != nil {
 		f.Close()
 		os.Remove(f.Name())

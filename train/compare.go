@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"html"
 	"io"
 	"math"
 	"path/filepath"
@@ -172,11 +173,21 @@ type Series struct {
 }
 
 // Chart draws series against x as a standalone SVG document in the style
-// of the reports' charts.
+// of the reports' charts, the legend below the plot (three a row).
 func Chart(title string, x []float64, series []Series) string {
 	lines := make([]line, len(series))
 	for i, s := range series {
-		lines[i] = line{name: s.Name, y: s.Y, lo: s.Lo, hi: s.Hi}
+		lines[i] = line{y: s.Y, lo: s.Lo, hi: s.Hi}
 	}
-	return `<?xml version="1.0" encoding="UTF-8"?>` + "\n" + styled(string(lineChart(title, x, lines)))
+	rows := (len(series) + 2) / 3
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d">`,
+		chartWidth, chartHeight+14*rows, chartWidth, chartHeight+14*rows)
+	b.WriteString(string(lineChart(title, x, lines)))
+	for i, s := range series {
+		fmt.Fprintf(&b, `<text x="%d" y="%d" class="legend" fill="%s">%s</text>`, 56+(i%3)*140, chartHeight+14*(i/3)+4,
+			palette[i%len(palette)], html.EscapeString(s.Name))
+	}
+	b.WriteString(`</svg>`)
+	return `<?xml version="1.0" encoding="UTF-8"?>` + "\n" + styled(b.String())
 }

@@ -202,7 +202,7 @@ type line struct {
 	lo, hi []float64
 }
 
-var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"}
+var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"}
 
 // chartWidth and chartHeight are a line chart's size.
 const chartWidth, chartHeight = 460, 220

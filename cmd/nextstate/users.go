@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -264,54 +266,116 @@ func newUsersReport() *cobra.Command {
 		Use:   "report RUN_DIR [RUN_DIR ...]",
 		Short: "Rewrite live runs' report.html and compare their users' compliance: a Markdown table, a chart",
 		Long: `Each RUN_DIR is a nextstate train --proxy run directory holding the sessions of
-nextstate users simulate --out RUN_DIR/sessions.jsonl. Prints, per run, the mean
-compliance of its users (adversaries apart) in the first four and the last four sessions
-and each user's; --svg charts the mean compliance per session of every run.`,
+nextstate users simulate --out RUN_DIR/sessions.jsonl. Runs named NAME-sSEED are one run
+played with several seeds: they are averaged. Prints, per run, the mean compliance of its
+users (adversaries apart) in the first four and the last four sessions (each seed's in
+brackets) and each user's, averaged over the seeds; --svg charts the mean compliance per
+session of every run.`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, dirs []string) error {
-			out := cmd.OutOrStdout()
-			var series []train.Series
-			fmt.Fprintln(out, "| run | sessions 1–4 | last 4 sessions | each user, first 4 → last 4 |")
-			fmt.Fprintln(out, "|---|---|---|---|")
-			longest := 0
-			for _, d := range dirs {
-				if err := live.WriteReport(d); err != nil {
-					return fmt.Errorf("%s: %w", d, err)
-				}
-				res, err := simuser.ReadSessions(filepath.Join(d, live.SessionsFile))
-				if err != nil {
-					return fmt.Errorf("%s: %w (nextstate users simulate --out %s)", d, err, filepath.Join(d, live.SessionsFile))
-				}
-				good := simuser.Compliance(res, func(r simuser.SessionResult) bool { return !r.Adversary })
-				n := len(good)
-				longest = max(longest, n)
-				var each []string
-				for _, u := range simuser.Users(res) {
-					c := simuser.Compliance(res, func(r simuser.SessionResult) bool { return r.User == u.User })
-					name := u.User + " (" + u.Wants + ")"
-					if u.Adversary {
-						name += ", adversary"
-					}
-					each = append(each, fmt.Sprintf("%s %.2f → %.2f", name, simuser.Mean(c, 1, 4), simuser.Mean(c, n-3, n)))
-				}
-				fmt.Fprintf(out, "| %s | %.2f | %.2f | %s |\n", filepath.Base(d), simuser.Mean(good, 1, 4), simuser.Mean(good, n-3, n), strings.Join(each, "; "))
-				series = append(series, train.Series{Name: filepath.Base(d), Y: good})
-			}
-			if svg == "" {
-				return nil
-			}
-			x := make([]float64, longest)
-			for i := range x {
-				x[i] = float64(i + 1)
-			}
-			for i := range series {
-				for len(series[i].Y) < longest {
-					series[i].Y = append(series[i].Y, math.NaN())
-				}
-			}
-			return os.WriteFile(svg, []byte(train.Chart("Users' compliance per session (mean over the users)", x, series)), 0o644)
-		},
+		RunE: func(cmd *cobra.Command, dirs []string) error { return usersReport(cmd.OutOrStdout(), dirs, svg) },
 	}
 	c.Flags().StringVar(&svg, "svg", "", "write the chart of compliance per session to this SVG file")
 	return c
+}
+
+var seedSuffix = regexp.MustCompile(`-s[0-9]+$`)
+
+// liveRun is the runs of one name, one a seed.
+type liveRun struct {
+	name  string
+	seeds [][]simuser.SessionResult
+}
+
+func usersReport(out io.Writer, dirs []string, svg string) error {
+	var runs []*liveRun
+	for _, d := range dirs {
+		if err := live.WriteReport(d); err != nil {
+			return fmt.Errorf("%s: %w", d, err)
+		}
+		res, err := simuser.ReadSessions(filepath.Join(d, live.SessionsFile))
+		if err != nil {
+			return fmt.Errorf("%s: %w (nextstate users simulate --out %s)", d, err, filepath.Join(d, live.SessionsFile))
+		}
+		name := seedSuffix.ReplaceAllString(filepath.Base(filepath.Clean(d)), "")
+		i := slices.IndexFunc(runs, func(r *liveRun) bool { return r.name == name })
+		if i < 0 {
+			runs, i = append(runs, &liveRun{name: name}), len(runs)
+		}
+		runs[i].seeds = append(runs[i].seeds, res)
+	}
+	fmt.Fprintln(out, "| run | seeds | sessions 1–4 | last 4 sessions | each user, first 4 → last 4 |")
+	fmt.Fprintln(out, "|---|---|---|---|---|")
+	var series []train.Series
+	longest := 0
+	for _, r := range runs {
+		var curves [][]float64
+		var firsts, lasts []string
+		for _, res := range r.seeds {
+			c := simuser.Compliance(res, func(s simuser.SessionResult) bool { return !s.Adversary })
+			curves = append(curves, c)
+			firsts = append(firsts, fmt.Sprintf("%.2f", simuser.Mean(c, 1, 4)))
+			lasts = append(lasts, fmt.Sprintf("%.2f", simuser.Mean(c, len(c)-3, len(c))))
+		}
+		mean := meanCurve(curves)
+		n := len(mean)
+		longest = max(longest, n)
+		var each []string
+		for _, u := range simuser.Users(r.seeds[0]) {
+			var uc [][]float64
+			for _, res := range r.seeds {
+				uc = append(uc, simuser.Compliance(res, func(s simuser.SessionResult) bool { return s.User == u.User }))
+			}
+			m := meanCurve(uc)
+			name := u.User + " (" + u.Wants + ")"
+			if u.Adversary {
+				name += ", adversary"
+			}
+			each = append(each, fmt.Sprintf("%s %.2f → %.2f", name, simuser.Mean(m, 1, 4), simuser.Mean(m, n-3, n)))
+		}
+		seeds := ""
+		if len(r.seeds) > 1 {
+			seeds = fmt.Sprintf(" (%s)", strings.Join(firsts, ", "))
+		}
+		lastSeeds := ""
+		if len(r.seeds) > 1 {
+			lastSeeds = fmt.Sprintf(" (%s)", strings.Join(lasts, ", "))
+		}
+		fmt.Fprintf(out, "| %s | %d | %.2f%s | %.2f%s | %s |\n", r.name, len(r.seeds), simuser.Mean(mean, 1, 4), seeds,
+			simuser.Mean(mean, n-3, n), lastSeeds, strings.Join(each, "; "))
+		series = append(series, train.Series{Name: r.name, Y: mean})
+	}
+	if svg == "" {
+		return nil
+	}
+	x := make([]float64, longest)
+	for i := range x {
+		x[i] = float64(i + 1)
+	}
+	for i := range series {
+		for len(series[i].Y) < longest {
+			series[i].Y = append(series[i].Y, math.NaN())
+		}
+	}
+	return os.WriteFile(svg, []byte(train.Chart("Compliance per session (mean over the users and seeds)", x, series)), 0o644)
+}
+
+// meanCurve is the mean of curves, point by point, over those that reach
+// each point.
+func meanCurve(curves [][]float64) []float64 {
+	n := 0
+	for _, c := range curves {
+		n = max(n, len(c))
+	}
+	out := make([]float64, n)
+	for i := range out {
+		k := 0
+		for _, c := range curves {
+			if i < len(c) {
+				out[i] += c[i]
+				k++
+			}
+		}
+		out[i] /= float64(k)
+	}
+	return out
 }
