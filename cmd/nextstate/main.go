@@ -8,7 +8,8 @@
 //	sft          supervised fine-tuning on demonstrations (a warm start),
 //	             or a model made from scratch with a pruned tokenizer
 //	train        train a policy by RL on the gym's envs: serve it, play
-//	             episodes, judge them, update it, all at once; resumable
+//	             episodes, judge them, update it, all at once; resumable.
+//	             With --proxy: learn from live conversations as they come
 //	train-report rewrite train runs' reports and compare them
 //	envs         list the env kinds compiled in
 //	tasks        list built-in tasks and suites; validate terminal task folders
@@ -20,6 +21,8 @@
 //	run          benchmark a model, or the tasks' oracles, on a suite
 //	swe          build Go SWE instances from releases; evaluate predictions
 //	proxy        an OpenAI-compatible proxy that learns from conversations
+//	users        simulated users: their chat corpus, sessions against the
+//	             proxy, the comparison of live runs
 //	image        build sandbox images on Docker engines, with no registry
 //	version      print the version and the protocol's (wire.Version)
 //
