@@ -181,11 +181,11 @@ func runTrainProxy(ctx context.Context, stdout, stderr io.Writer, f trainFlags) 
 			}
 		})
 	}
-	if err := writeReadyFile(lf.readyFile, ln.Addr().String()); err != nil {
+	readyErr := writeReadyFile(lf.readyFile, ln.Addr().String())
+	if readyErr != nil {
 		stop()
 	}
-	info, err := pol.any().Info(ctx)
-	if err == nil {
+	if info, ierr := pol.any().Info(ctx); ierr == nil {
 		fmt.Fprintf(stdout, "nextstate train: %s (%d parameters, %d trained per policy, %d policies) learning from its users at http://%s/v1 (status: /v1/live)\n",
 			modelName(f.name, f.model), info.Config.NumParams(), info.Trainable, len(trainers), ln.Addr())
 	}
@@ -195,7 +195,7 @@ func runTrainProxy(ctx context.Context, stdout, stderr io.Writer, f trainFlags) 
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err = errors.Join(err, ignoreClosed(srv.Shutdown(sctx)))
+	err = errors.Join(err, readyErr, ignoreClosed(srv.Shutdown(sctx)))
 	if cerr := p.Close(sctx); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("proxy: judging the queued turns: %w", cerr))
 	}
