@@ -51,7 +51,7 @@ func WriteReport(dir string) error {
 	}
 	d.Charts = append(d.Charts,
 		inline(train.Chart("Votes and hints per update (share of its samples)", x, []train.Series{
-			{Name: "+1 (thanks)", Y: pos}, {Name: "-1 (corrected)", Y: neg}, {Name: "hinted", Y: hinted}})),
+			{Name: "+1 (thanks)", Y: pos}, {Name: "-1 (corrected, asked again)", Y: neg}, {Name: "hinted", Y: hinted}})),
 		inline(train.Chart("Staleness (versions, mean per update)", x, []train.Series{{Name: "staleness", Y: stale}})))
 	sessions, err := simuser.ReadSessions(filepath.Join(dir, SessionsFile))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -70,7 +70,7 @@ func WriteReport(dir string) error {
 		for i := range sx {
 			sx[i] = float64(i + 1)
 		}
-		d.Charts = append([]template.HTML{inline(train.Chart("Compliance per session (share of replies that met the user's preferences)", sx, series))}, d.Charts...)
+		d.Charts = append([]template.HTML{inline(train.Chart("Compliance per session, by user", sx, series))}, d.Charts...)
 	}
 	f, err := os.CreateTemp(dir, ".report-*.html")
 	if err != nil {
