@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/nextstate-rl/nextstate/internal/jsonfile"
+	"github.com/nextstate-rl/nextstate/proxy"
 
 	"github.com/nextstate-rl/nextstate/rl"
 	"github.com/nextstate-rl/nextstate/store"
@@ -30,7 +32,7 @@ type Config struct {
 	Trainer service.API
 	// Store holds the proxy's samples (run proxy.Run). Required.
 	Store *store.Store
-	// Run is the samples' run label ["proxy"].
+	// Run is the samples' run label [proxy.Run].
 	Run string
 	// User, when set, trains on that user's samples alone (one adapter per
 	// user: see Router).
@@ -163,7 +165,7 @@ func New(cfg Config) (*Trainer, error) {
 		return nil, errors.New("live: Batch and FlushAfter are 0 (the defaults) or more")
 	}
 	if cfg.Run == "" {
-		cfg.Run = "proxy"
+		cfg.Run = proxy.Run
 	}
 	if cfg.Estimator == "" {
 		cfg.Estimator = rl.EstimatorPlain
@@ -184,8 +186,8 @@ func New(cfg Config) (*Trainer, error) {
 		return nil, err
 	}
 	t := &Trainer{cfg: cfg, log: cfg.Log}
-	st, err := readState(cfg.Dir)
-	if err != nil {
+	var st State
+	if _, err := jsonfile.Read(filepath.Join(cfg.Dir, StateFile), &st); err != nil {
 		return nil, err
 	}
 	t.saved = st
@@ -364,7 +366,7 @@ func (t *Trainer) update(ctx context.Context, batch []pendingSample) error {
 			up.Hinted++
 		}
 	}
-	if err := appendJSONL(filepath.Join(t.cfg.Dir, UpdatesFile), up); err != nil {
+	if err := jsonfile.Append(filepath.Join(t.cfg.Dir, UpdatesFile), up); err != nil {
 		return err
 	}
 	last := batch[len(batch)-1].offset
@@ -382,7 +384,7 @@ func (t *Trainer) update(ctx context.Context, batch []pendingSample) error {
 			return fmt.Errorf("live: update %d: save_state: %w", n, err)
 		}
 		t.saved = State{Updates: n, Offset: last, Version: version, TrainingState: st.Path, Updated: time.Now()}
-		if err := writeState(t.cfg.Dir, t.saved); err != nil {
+		if err := jsonfile.WriteAtomic(filepath.Join(t.cfg.Dir, StateFile), t.saved); err != nil {
 			return err
 		}
 	}
@@ -413,78 +415,17 @@ func voteKey(v float64) string {
 	return "0"
 }
 
-func appendJSONL(path string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func readState(dir string) (State, error) {
-	b, err := os.ReadFile(filepath.Join(dir, StateFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return State{}, nil
-	}
-	if err != nil {
-		return State{}, err
-	}
-	var st State
-	if err := json.Unmarshal(b, &st); err != nil {
-		return State{}, fmt.Errorf("%s: %w", filepath.Join(dir, StateFile), err)
-	}
-	return st, nil
-}
-
-// writeState writes st whole: a temporary file, synced, then renamed.
-func writeState(dir string, st State) error {
-	b, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(dir, StateFile+".tmp")
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, StateFile))
-}
-
-// ReadUpdates reads a live run's UpdatesFile.
+// ReadUpdates reads a live run's UpdatesFile. An update recorded twice
+// (taken again after a restart, its state not saved the first time) keeps
+// its last record; a last line cut short by a crash is left out.
 func ReadUpdates(dir string) ([]Update, error) {
-	f, err := os.Open(filepath.Join(dir, UpdatesFile))
+	lines, err := jsonfile.ReadLines[Update](filepath.Join(dir, UpdatesFile))
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
 	var out []Update
-	dec := json.NewDecoder(f)
-	for {
-		var u Update
-		if err := dec.Decode(&u); err == io.EOF {
-			return out, nil
-		} else if err != nil {
-			return out, fmt.Errorf("%s: update %d: %w", filepath.Join(dir, UpdatesFile), len(out)+1, err)
-		}
-		out = append(out, u)
+	for _, u := range lines {
+		out = append(slices.DeleteFunc(out, func(x Update) bool { return x.N >= u.N }), u)
 	}
+	return out, nil
 }

@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/nextstate-rl/nextstate/simuser"
 	"github.com/nextstate-rl/nextstate/train"
@@ -50,9 +49,9 @@ func WriteReport(dir string) error {
 		}
 	}
 	d.Charts = append(d.Charts,
-		inline(train.Chart("Votes and hints per update (share of its samples)", x, []train.Series{
+		template.HTML(train.Chart("Votes and hints per update (share of its samples)", x, []train.Series{
 			{Name: "+1 (thanks)", Y: pos}, {Name: "-1 (corrected, asked again)", Y: neg}, {Name: "hinted", Y: hinted}})),
-		inline(train.Chart("Staleness (versions, mean per update)", x, []train.Series{{Name: "staleness", Y: stale}})))
+		template.HTML(train.Chart("Staleness (versions, mean per update)", x, []train.Series{{Name: "staleness", Y: stale}})))
 	sessions, err := simuser.ReadSessions(filepath.Join(dir, SessionsFile))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -70,7 +69,7 @@ func WriteReport(dir string) error {
 		for i := range sx {
 			sx[i] = float64(i + 1)
 		}
-		d.Charts = append([]template.HTML{inline(train.Chart("Compliance per session, by user", sx, series))}, d.Charts...)
+		d.Charts = append([]template.HTML{template.HTML(train.Chart("Compliance per session, by user", sx, series))}, d.Charts...)
 	}
 	f, err := os.CreateTemp(dir, ".report-*.html")
 	if err != nil {
@@ -90,17 +89,6 @@ func WriteReport(dir string) error {
 		return err
 	}
 	return os.Rename(f.Name(), filepath.Join(dir, ReportFile))
-}
-
-// inline is a standalone SVG document without its XML declaration, for
-// an HTML page.
-func inline(svg string) template.HTML {
-	if strings.HasPrefix(svg, "<?xml") {
-		if _, rest, ok := strings.Cut(svg, "\n"); ok {
-			svg = rest
-		}
-	}
-	return template.HTML(svg)
 }
 
 type reportData struct {

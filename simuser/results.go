@@ -1,31 +1,15 @@
 package simuser
 
 import (
-	"encoding/json"
-	"fmt"
-	"io"
-	"os"
 	"slices"
+
+	"github.com/nextstate-rl/nextstate/internal/jsonfile"
 )
 
-// ReadSessions reads the sessions `nextstate users simulate --out` wrote.
+// ReadSessions reads the sessions `nextstate users simulate --out` wrote
+// (a last line cut short is left out).
 func ReadSessions(path string) ([]SessionResult, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []SessionResult
-	dec := json.NewDecoder(f)
-	for {
-		var r SessionResult
-		if err := dec.Decode(&r); err == io.EOF {
-			return out, nil
-		} else if err != nil {
-			return out, fmt.Errorf("%s: session %d: %w", path, len(out)+1, err)
-		}
-		out = append(out, r)
-	}
+	return jsonfile.ReadLines[SessionResult](path)
 }
 
 // Compliance is the mean compliance per session (sessions numbered from

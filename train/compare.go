@@ -172,8 +172,9 @@ type Series struct {
 	Y, Lo, Hi []float64
 }
 
-// Chart draws series against x as a standalone SVG document in the style
-// of the reports' charts, the legend below the plot (three a row).
+// Chart draws series against x as an SVG element in the style of the
+// reports' charts, the legend below the plot (three a row): a page's
+// inline chart, or a file of its own.
 func Chart(title string, x []float64, series []Series) string {
 	lines := make([]line, len(series))
 	for i, s := range series {
@@ -189,5 +190,5 @@ func Chart(title string, x []float64, series []Series) string {
 			palette[i%len(palette)], html.EscapeString(s.Name))
 	}
 	b.WriteString(`</svg>`)
-	return `<?xml version="1.0" encoding="UTF-8"?>` + "\n" + styled(b.String())
+	return styled(b.String())
 }

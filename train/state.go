@@ -2,12 +2,11 @@ package train
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/nextstate-rl/nextstate/internal/jsonfile"
 )
 
 // StateFile is the run directory's record of where the run stands.
@@ -43,51 +42,15 @@ type Settings struct {
 
 // readState reads dir's StateFile; none is a zero State and no error.
 func readState(dir string) (State, error) {
-	b, err := os.ReadFile(filepath.Join(dir, StateFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return State{}, nil
-	}
-	if err != nil {
-		return State{}, err
-	}
 	var st State
-	if err := json.Unmarshal(b, &st); err != nil {
-		return State{}, fmt.Errorf("%s: %w", filepath.Join(dir, StateFile), err)
-	}
-	return st, nil
+	_, err := jsonfile.Read(filepath.Join(dir, StateFile), &st)
+	return st, err
 }
 
-// writeState writes st whole (to a temporary file, synced, then renamed).
+// writeState writes st whole (jsonfile.WriteAtomic).
 func writeState(dir string, st State) error {
 	st.Updated = time.Now().UTC()
-	b, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return err
-	}
-	path := filepath.Join(dir, StateFile)
-	tmp, err := os.CreateTemp(dir, "."+StateFile+".*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(append(b, '\n'))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return jsonfile.WriteAtomic(filepath.Join(dir, StateFile), st)
 }
 
 // diff names the first setting in which b differs from a, "" when none.

@@ -260,32 +260,39 @@ func startLivePolicy(ctx context.Context, f trainFlags, allow []string, log *slo
 	if err != nil {
 		return nil, err
 	}
-	var closers []func()
+	// What was opened, closed in reverse; all of it if starting fails.
+	closers := []func(){m.Close}
 	closeAll := func() {
 		for i := len(closers) - 1; i >= 0; i-- {
 			closers[i]()
 		}
 	}
-	closers = append(closers, m.Close)
+	started := false
+	defer func() {
+		if !started {
+			closeAll()
+		}
+	}()
 	name := modelName(f.name, f.model)
 	newService := func(mm *trainer.Model, user string) (*service.Service, error) {
 		dir := filepath.Join(f.out, "states")
 		if user != "" {
 			dir = filepath.Join(f.out, "users", user, "states")
 		}
-		return service.New(mm, service.Options{Training: trainer.TrainOptions{Seed: uint64(f.seed)},
+		svc, err := service.New(mm, service.Options{Training: trainer.TrainOptions{Seed: uint64(f.seed)},
 			Engine: trainer.EngineOptions{MaxBatch: f.maxBatch}, Tokenizer: tok, StateDir: dir, KeepStates: 2})
+		if err == nil {
+			closers = append(closers, svc.Close)
+		}
+		return svc, err
 	}
 	// The base serves everyone without an adapter; no feedback trains it.
 	base, err := newService(m, "")
 	if err != nil {
-		closeAll()
 		return nil, err
 	}
-	closers = append(closers, base.Close)
 	def, err := train.Handler(base, tok, name, log)
 	if err != nil {
-		closeAll()
 		return nil, err
 	}
 	rt := &live.Router{Users: map[string]http.Handler{}, Default: def}
@@ -293,26 +300,20 @@ func startLivePolicy(ctx context.Context, f trainFlags, allow []string, log *slo
 	for _, u := range allow {
 		um, err := m.Snapshot(true, true) // the user's adapters, reading the base in place
 		if err != nil {
-			closeAll()
 			return nil, err
 		}
 		closers = append(closers, um.Close)
 		svc, err := newService(um, u)
 		if err != nil {
-			closeAll()
 			return nil, err
 		}
-		closers = append(closers, svc.Close)
-		h, err := train.Handler(svc, tok, name, log)
-		if err != nil {
-			closeAll()
+		if rt.Users[u], err = train.Handler(svc, tok, name, log); err != nil {
 			return nil, err
 		}
-		rt.Users[u], apis[u] = h, svc
+		apis[u] = svc
 	}
 	ps, err := train.ServeHandler(rt)
 	if err != nil {
-		closeAll()
 		return nil, err
 	}
 	closers = append(closers, func() {
@@ -320,5 +321,6 @@ func startLivePolicy(ctx context.Context, f trainFlags, allow []string, log *slo
 		defer cancel()
 		ps.Close(sctx)
 	})
+	started = true
 	return &livePolicy{upstream: ps.URL, apis: apis, close: closeAll}, nil
 }
