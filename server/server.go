@@ -5,8 +5,9 @@
 // env kinds only by the names they registered with gym.
 //
 // A Server owns everything it starts: the store, the Manager (and so every
-// env), each connection's reader and writer goroutines, and the handlers of
-// requests in flight. Shutdown stops admitting, lets requests in flight
+// env), each connection's reader goroutine, the workers shared by the
+// connections (pool.go) that run requests and write responses, and the
+// handlers of requests in flight. Shutdown stops admitting, lets requests in flight
 // finish, closes WebSockets with a close frame, closes every session (and so
 // every env) and flushes the store, all bounded by its ctx.
 //
@@ -141,8 +142,9 @@ type Server struct {
 	done     chan struct{}
 
 	// work counts goroutines the server started: connection readers and
-	// writers, request handlers. Shutdown waits for it.
+	// the pool's workers. Shutdown waits for it.
 	work     sync.WaitGroup
+	pool     *pool
 	requests inFlight // requests in flight, for the drain
 	stopOnce sync.Once
 	stopErr  error
@@ -170,6 +172,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.WriteTimeout = 10 * time.Second
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, done: make(chan struct{}), upgrader: newUpgrader()}
+	s.pool = newPool(s.goTracked)
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -348,6 +351,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 	for _, c := range conns {
 		c.close(closeShutdown)
 	}
+	s.pool.stop()
 	if err := waitCtx(ctx, &s.work); err != nil {
 		errs = append(errs, fmt.Errorf("connections: %w", err))
 	}

@@ -42,29 +42,31 @@ func newUpgrader() *websocket.Upgrader {
 	}
 }
 
-// conn is one WebSocket connection. It has one reader goroutine (readLoop)
-// and one writer goroutine (writeLoop); reading never waits on writing.
-// Requests run on the connection's worker goroutines (see run), those for
-// the same session one after another in arrival order (a lane per session),
-// so a slow step holds up only its own session.
+// conn is one WebSocket connection. Its one goroutine of its own is the
+// reader (readLoop); reading never waits on writing. Requests run on the
+// server's shared workers (pool), those for the same session one after
+// another in arrival order (a lane per session), so a slow step holds up
+// only its own session. Responses are queued (send) and written by a flush
+// the queue starts on a worker while it has messages (one flush at a time);
+// pings come from a timer.
 type conn struct {
 	s  *Server
 	ws *websocket.Conn
 
-	mu      sync.Mutex
-	queue   [][]byte // outbound messages, in order
-	queued  int      // bytes in queue
-	closed  bool
-	reason  string
-	lanes   map[string]*lane
-	subs    map[string]*subscription
-	samples map[string]*sampleSub // samples streams (samplestream.go)
-	nextSub int
-	items   []frameItem   // the reader's scratch for decodeFrame
-	wake    chan struct{} // cap 1: the writer has work
-	space   chan struct{} // cap 1: the writer has emptied the queue
-	work    chan func()   // unbuffered: idle workers wait on it
-	gone    chan struct{} // closed when the connection is closed
+	mu       sync.Mutex
+	queue    [][]byte // outbound messages, in order
+	queued   int      // bytes in queue
+	flushing bool     // a flush is running (or the socket failed: none may start)
+	closed   bool
+	reason   string
+	lanes    map[string]*lane
+	subs     map[string]*subscription
+	samples  map[string]*sampleSub // samples streams (samplestream.go)
+	nextSub  int
+	items    []frameItem   // the reader's scratch for decodeFrame
+	ping     *time.Timer   // the next keepalive ping
+	space    chan struct{} // cap 1: a flush has emptied the queue
+	gone     chan struct{} // closed when the connection is closed
 }
 
 // lane runs one session's requests in order.
@@ -82,7 +84,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader has answered with an HTTP error
 	}
 	c := &conn{s: s, ws: ws, lanes: map[string]*lane{}, subs: map[string]*subscription{}, samples: map[string]*sampleSub{},
-		wake: make(chan struct{}, 1), space: make(chan struct{}, 1), work: make(chan func()), gone: make(chan struct{})}
+		space: make(chan struct{}, 1), gone: make(chan struct{})}
 	s.mu.Lock()
 	if s.shutting.Load() {
 		s.mu.Unlock()
@@ -92,9 +94,11 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	s.conns[c] = struct{}{}
 	s.metrics.conns.Inc()
+	c.mu.Lock() // keepalive reads c.ping under c.mu
+	c.ping = time.AfterFunc(s.cfg.PingInterval, c.keepalive)
+	c.mu.Unlock()
 	// Started under s.mu, so that Shutdown, which lists the connections
-	// under s.mu before it waits for s.work, never waits while they start.
-	s.goTracked(c.writeLoop)
+	// under s.mu before it waits for s.work, never waits while it starts.
 	s.goTracked(c.readLoop)
 	s.mu.Unlock()
 }
@@ -214,35 +218,8 @@ func (c *conn) dispatch(data []byte) {
 	c.run(func() { c.runLane(key, l, it.req) })
 }
 
-// workerIdle is how long a connection's idle worker waits for more work.
-const workerIdle = 10 * time.Second
-
-// run hands f to an idle worker goroutine of the connection, or starts one.
-// Workers are reused because a fresh goroutine's stack grows anew for every
-// request (JSON and schema code run deep), which cost more than the request.
-func (c *conn) run(f func()) {
-	select {
-	case c.work <- f:
-	default:
-		c.s.goTracked(func() { c.worker(f) })
-	}
-}
-
-func (c *conn) worker(f func()) {
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
-	for {
-		f()
-		idle.Reset(workerIdle)
-		select {
-		case f = <-c.work:
-		case <-c.gone:
-			return
-		case <-idle.C:
-			return
-		}
-	}
-}
+// run hands f to one of the server's workers.
+func (c *conn) run(f func()) { c.s.pool.run(f) }
 
 // runLane answers req and then whatever queued behind it on the same lane.
 // Each queued request was counted in s.requests when it arrived.
@@ -338,7 +315,7 @@ func encodeResponse(id json.RawMessage, res any, werr *wire.Error) []byte {
 	return append(b, '}')
 }
 
-// send queues msg for the writer. A droppable message (a subscription
+// send queues msg, and starts a flush unless one is running. A droppable message (a subscription
 // event) is refused once the queue passes 3/4 of its cap; any message past
 // the cap closes the connection as a slow consumer. It reports whether msg
 // was queued.
@@ -360,40 +337,38 @@ func (c *conn) send(msg []byte, droppable bool) bool {
 	}
 	c.queue = append(c.queue, msg)
 	c.queued += len(msg)
+	start := !c.flushing
+	c.flushing = true
 	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
+	if start {
+		c.s.pool.run(c.flush)
 	}
 	return true
 }
 
-func (c *conn) writeLoop() {
+// flush writes the queued messages, in order, until the queue is empty.
+// Once the connection is closed it writes what is queued, then a close
+// frame, and closes the socket, which ends the reader. A failed write
+// closes the connection and leaves flushing set: nothing more is written.
+func (c *conn) flush() {
 	cfg := &c.s.cfg
-	ping := time.NewTicker(cfg.PingInterval)
-	defer ping.Stop()
-	defer c.ws.Close() // unblocks the reader
 	var batch [][]byte
 	for {
-		select {
-		case <-c.wake:
-		case <-ping.C:
-			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(cfg.WriteTimeout)); err != nil {
-				c.close(closeWriteError)
-				return
-			}
-			continue
-		case <-c.gone:
-		}
 		c.mu.Lock()
 		batch, c.queue = c.queue, batch[:0]
 		c.queued = 0
 		closed, reason := c.closed, c.reason
+		if len(batch) == 0 && !closed {
+			c.flushing = false
+			c.mu.Unlock()
+			return
+		}
 		c.mu.Unlock()
 		for _, msg := range batch {
 			c.ws.SetWriteDeadline(time.Now().Add(cfg.WriteTimeout))
 			if err := c.ws.WriteMessage(websocket.TextMessage, msg); err != nil {
 				c.close(closeWriteError)
+				c.ws.Close()
 				return
 			}
 		}
@@ -411,13 +386,30 @@ func (c *conn) writeLoop() {
 				code = websocket.ClosePolicyViolation
 			}
 			c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
+			c.ws.Close()
 			return
 		}
 	}
 }
 
-// close marks the connection closed with a reason, once. The writer sends
-// what is queued and a close frame, then closes the socket, which ends the
+// keepalive pings the peer, every PingInterval while the connection is
+// open (gorilla lets a control frame be written beside a flush); the
+// reader's deadline, which a pong extends, notices a peer that is gone.
+func (c *conn) keepalive() {
+	cfg := &c.s.cfg
+	if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(cfg.WriteTimeout)); err != nil {
+		c.close(closeWriteError)
+		return
+	}
+	c.mu.Lock()
+	if !c.closed {
+		c.ping.Reset(cfg.PingInterval)
+	}
+	c.mu.Unlock()
+}
+
+// close marks the connection closed with a reason, once. A flush sends what
+// is queued and a close frame, then closes the socket, which ends the
 // reader. Sessions stay alive: a client reconnects and resumes them.
 func (c *conn) close(reason string) {
 	c.mu.Lock()
@@ -426,12 +418,18 @@ func (c *conn) close(reason string) {
 		return
 	}
 	c.closed, c.reason = true, reason
+	c.ping.Stop()
 	subs := c.subs
 	c.subs = map[string]*subscription{}
 	samples := c.samples
 	c.samples = map[string]*sampleSub{}
+	start := !c.flushing
+	c.flushing = true
 	c.mu.Unlock()
 	close(c.gone)
+	if start {
+		c.s.pool.run(c.flush) // writes what is queued, a close frame, and closes the socket
+	}
 	for _, sub := range subs {
 		c.s.broker.remove(sub)
 	}
