@@ -132,8 +132,6 @@ func Dial(ctx context.Context, rawURL string, opts ...Opt) (*Client, error) {
 	c.mu.Lock()
 	c.start(cn)
 	c.mu.Unlock()
-	c.wg.Add(1)
-	go c.supervise(cn)
 	return c, nil
 }
 
@@ -174,7 +172,7 @@ func (c *Client) dial(ctx context.Context) (cn *conn, permanent bool, err error)
 		return nil, true, fmt.Errorf("client: %s does not speak protocol %s (it chose subprotocol %q)", c.url, wire.Version, ws.Subprotocol())
 	}
 	ws.SetReadLimit(int64(c.opts.maxFrame) * readFactor)
-	return &conn{ws: ws, out: make(chan *call, c.opts.queueLen), done: make(chan struct{})}, false, nil
+	return &conn{c: c, ws: ws, out: make(chan *call, c.opts.queueLen), done: make(chan struct{})}, false, nil
 }
 
 func handshakeRefused(resp *http.Response) bool {
@@ -203,48 +201,43 @@ func handshakeError(u string, resp *http.Response, err error) error {
 	return fmt.Errorf("client: dialing %s: %s: %w", u, resp.Status, err)
 }
 
-// start makes cn the current connection and starts its reader and writer.
-// c.mu is held.
+// start makes cn the current connection, starts its reader and arms its
+// keepalive. c.mu is held.
 func (c *Client) start(cn *conn) {
 	c.conn = cn
 	c.gen++
-	c.wg.Add(2)
-	cn.wg.Add(2)
+	c.wg.Add(1)
+	cn.wg.Add(1)
 	go c.readLoop(cn)
-	go c.writeLoop(cn)
+	if ka := c.opts.keepalive; ka > 0 {
+		cn.mu.Lock() // keepalive reads cn.ping under cn.mu
+		cn.ping = time.AfterFunc(ka, func() { c.keepalive(cn) })
+		cn.mu.Unlock()
+	}
 }
 
-// supervise waits for the current connection to drop, settles the calls
-// that were on it, and redials, until Close or until it gives up.
+// supervise runs once a connection has failed (conn.fail starts it): it
+// waits for the connection's reader and writer, settles the calls that
+// were on it, and redials. The next connection's failure starts the next
+// supervisor. It returns at once when the client is closed.
 func (c *Client) supervise(cn *conn) {
 	defer c.wg.Done()
-	for {
-		select {
-		case <-cn.done:
-		case <-c.quit:
-		}
-		cn.wg.Wait()
-		select {
-		case <-c.quit:
-			return
-		default:
-		}
-		if c.opts.noRetry {
-			c.log.Warn("nextstate client: connection lost; reconnecting is off", "url", c.url, "err", cn.err)
-			c.die(cn, cn.err, fmt.Errorf("client: connection to %s lost (%v) and reconnecting is off: %w", c.url, cn.err, ErrConnectionLost))
-			return
-		}
-		c.log.Warn("nextstate client: connection lost; reconnecting", "url", c.url, "err", cn.err)
-		c.connLost(cn)
-		next, err := c.redial()
-		if err != nil {
-			if !errors.Is(err, ErrClosed) {
-				c.log.Error("nextstate client: giving up", "url", c.url, "err", err)
-				c.die(nil, err, err)
-			}
-			return
-		}
-		cn = next
+	cn.wg.Wait()
+	select {
+	case <-c.quit:
+		return
+	default:
+	}
+	if c.opts.noRetry {
+		c.log.Warn("nextstate client: connection lost; reconnecting is off", "url", c.url, "err", cn.err)
+		c.die(cn, cn.err, fmt.Errorf("client: connection to %s lost (%v) and reconnecting is off: %w", c.url, cn.err, ErrConnectionLost))
+		return
+	}
+	c.log.Warn("nextstate client: connection lost; reconnecting", "url", c.url, "err", cn.err)
+	c.connLost(cn)
+	if _, err := c.redial(); err != nil && !errors.Is(err, ErrClosed) {
+		c.log.Error("nextstate client: giving up", "url", c.url, "err", err)
+		c.die(nil, err, err)
 	}
 }
 
@@ -327,6 +320,7 @@ send:
 	for _, cl := range resend {
 		select {
 		case cn.out <- cl:
+			cn.kick()
 		case <-cn.done:
 			break send // the next round settles the rest
 		case <-c.quit:
@@ -386,9 +380,15 @@ func (c *Client) Close() error {
 	c.once.Do(func() {
 		c.mu.Lock()
 		c.closed = true
+		cn := c.conn
 		c.mu.Unlock()
 		c.stop()
 		close(c.quit)
+		if cn != nil {
+			cn.ws.WriteControl(websocket.CloseMessage,
+				websocket.FormatCloseMessage(websocket.CloseNormalClosure, "client closed"), time.Now().Add(time.Second))
+			cn.fail(ErrClosed)
+		}
 		c.wg.Wait()
 		c.mu.Lock()
 		for id, cl := range c.pending {
@@ -443,6 +443,7 @@ func (c *Client) do(ctx context.Context, cl *call, params, out any) error {
 		}
 		select {
 		case cn.out <- cl:
+			cn.kick()
 			return nil
 		case <-cn.done:
 			return fmt.Errorf("client: %s: %w", cl.method, ErrConnectionLost)
@@ -459,6 +460,7 @@ func (c *Client) do(ctx context.Context, cl *call, params, out any) error {
 	if cn != nil {
 		select {
 		case cn.out <- cl:
+			cn.kick()
 		case <-cn.done: // the supervisor re-sends or fails it
 		case <-ctx.Done():
 			c.abandon(cl)

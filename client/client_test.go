@@ -306,9 +306,11 @@ func TestWithoutReconnect(t *testing.T) {
 	}
 }
 
+// TestCallsWaitForReconnect: calls made while the connection is down are
+// sent on the next one, more of them than the outbound queue holds.
 func TestCallsWaitForReconnect(t *testing.T) {
 	f := newFake(t, func(fc *fakeConn, req wire.Request) { fc.reply(req.ID, wire.ServerInfo{Name: "fake", Sessions: fc.n}) })
-	c := dial(t, f.url())
+	c := dial(t, f.url(), client.WithQueueLen(4))
 	ctx := testCtx(t)
 	client.DropConn(c)
 	var wg sync.WaitGroup
@@ -326,6 +328,20 @@ func TestCallsWaitForReconnect(t *testing.T) {
 	info, err := c.ServerInfo(ctx)
 	if err != nil || info.Sessions != 2 {
 		t.Fatalf("ServerInfo on the new connection: %+v, %v", info, err)
+	}
+}
+
+// TestKeepalive: an idle client pings the server every interval, and keeps
+// its one connection while the server answers.
+func TestKeepalive(t *testing.T) {
+	f := newFake(t, func(fc *fakeConn, req wire.Request) { fc.reply(req.ID, wire.ServerInfo{Name: "fake"}) })
+	c := dial(t, f.url(), client.WithKeepalive(10*time.Millisecond))
+	waitFor(t, "five pings", func() bool { return f.pings.Load() >= 5 })
+	if _, err := c.ServerInfo(testCtx(t)); err != nil {
+		t.Fatalf("ServerInfo after the pings: %v", err)
+	}
+	if g := client.Generation(c); g != 1 {
+		t.Errorf("%d connections made, want 1", g)
 	}
 }
 

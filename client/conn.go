@@ -14,26 +14,66 @@ import (
 	"github.com/nextstate-rl/nextstate/wire"
 )
 
-// conn is one WebSocket connection with its reader and writer goroutines.
-// A Client has at most one at a time; after a drop the supervisor waits for
-// both goroutines before it looks at the calls that were on it.
+// conn is one WebSocket connection. Its one goroutine of its own is the
+// reader; a writer runs only while the outbound queue has requests (kick
+// starts it, and it exits once the queue is empty), the keepalive pings
+// come from a timer, and the supervisor that reconnects starts when the
+// connection fails. Many idle connections (an agent per session, 10,000
+// in one process) are then one parked goroutine each, which is what the
+// garbage collector scans and shrinks every cycle. A Client has at most
+// one conn at a time; after a drop the supervisor waits for the reader and
+// any writer before it looks at the calls that were on it.
 type conn struct {
+	c    *Client
 	ws   *websocket.Conn
 	out  chan *call // the bounded outbound queue
 	done chan struct{}
 	once sync.Once
 	err  error          // why it ended; read after done is closed
 	wg   sync.WaitGroup // the reader and the writer
+
+	mu      sync.Mutex
+	writing bool        // a writer is draining out
+	failed  bool        // fail was called: no writer may start
+	ping    *time.Timer // the next keepalive ping; nil without keepalive
 }
 
-// fail ends the connection once, with a reason. Closing the socket unblocks
-// the reader; the writer sees done.
+// fail ends the connection once, with a reason, and starts the supervisor
+// (supervise) that settles its calls and reconnects. Closing the socket
+// unblocks the reader; a writer sees done.
 func (cn *conn) fail(err error) {
 	cn.once.Do(func() {
+		cn.mu.Lock()
+		cn.failed = true
+		if cn.ping != nil {
+			cn.ping.Stop()
+		}
+		cn.mu.Unlock()
 		cn.err = err
 		close(cn.done)
 		cn.ws.Close()
+		// The reader, counted in c.wg, is running until it sees the
+		// closed socket, so this Add never races Close's Wait from zero.
+		cn.c.wg.Add(1)
+		go cn.c.supervise(cn)
 	})
+}
+
+// kick makes sure a writer drains the outbound queue: it starts one unless
+// one is running. Whoever puts a call on cn.out kicks after the put, so a
+// queued call always has a writer coming.
+func (cn *conn) kick() {
+	cn.mu.Lock()
+	if cn.writing || cn.failed {
+		cn.mu.Unlock()
+		return
+	}
+	cn.writing = true
+	// Not failed: the reader has not returned, so the counts are above zero.
+	cn.wg.Add(1)
+	cn.c.wg.Add(1)
+	cn.mu.Unlock()
+	go cn.c.writeLoop(cn)
 }
 
 // inbound is any message the server sends: a response (id with result or
@@ -46,16 +86,11 @@ type inbound struct {
 	Error  *wire.Error     `json:"error"`
 }
 
-// writeLoop sends queued requests in order, and the keepalive pings.
+// writeLoop sends the queued requests in order and returns once the queue
+// is empty (or the connection failed).
 func (c *Client) writeLoop(cn *conn) {
 	defer c.wg.Done()
 	defer cn.wg.Done()
-	var tick <-chan time.Time
-	if c.opts.keepalive > 0 {
-		t := time.NewTicker(c.opts.keepalive)
-		defer t.Stop()
-		tick = t.C
-	}
 	for {
 		select {
 		case cl := <-cn.out:
@@ -68,20 +103,35 @@ func (c *Client) writeLoop(cn *conn) {
 				cn.fail(fmt.Errorf("writing: %w", err))
 				return
 			}
-		case <-tick:
-			if err := cn.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.opts.writeLimit)); err != nil {
-				cn.fail(fmt.Errorf("pinging: %w", err))
-				return
-			}
+			continue
 		case <-cn.done:
 			return
-		case <-c.quit:
-			cn.ws.WriteControl(websocket.CloseMessage,
-				websocket.FormatCloseMessage(websocket.CloseNormalClosure, "client closed"), time.Now().Add(time.Second))
-			cn.fail(ErrClosed)
+		default:
+		}
+		// Empty: stop, unless a call was put since (its kick saw writing).
+		cn.mu.Lock()
+		if len(cn.out) == 0 || cn.failed {
+			cn.writing = false
+			cn.mu.Unlock()
 			return
 		}
+		cn.mu.Unlock()
 	}
+}
+
+// keepalive pings the server every c.opts.keepalive (gorilla lets a
+// control frame be written beside a writer); the reader's deadline, which
+// any message or pong extends, notices a server that is gone.
+func (c *Client) keepalive(cn *conn) {
+	if err := cn.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.opts.writeLimit)); err != nil {
+		cn.fail(fmt.Errorf("pinging: %w", err))
+		return
+	}
+	cn.mu.Lock()
+	if !cn.failed {
+		cn.ping.Reset(c.opts.keepalive)
+	}
+	cn.mu.Unlock()
 }
 
 // readLoop reads messages and hands them to dispatch; it never waits on a

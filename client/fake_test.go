@@ -24,6 +24,7 @@ type fakeServer struct {
 	handle func(fc *fakeConn, req wire.Request)
 
 	dials  atomic.Int32
+	pings  atomic.Int32 // keepalive pings received
 	mu     sync.Mutex
 	closed bool
 	conns  []*fakeConn
@@ -67,6 +68,10 @@ func newFake(t *testing.T, handle func(fc *fakeConn, req wire.Request)) *fakeSer
 			return
 		}
 		fc := &fakeConn{ws: ws, n: int(f.dials.Add(1))}
+		ws.SetPingHandler(func(data string) error {
+			f.pings.Add(1)
+			return ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
+		})
 		f.mu.Lock()
 		f.conns = append(f.conns, fc)
 		if f.closed {

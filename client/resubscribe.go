@@ -184,6 +184,7 @@ func (r *resubscriber[T]) subscribed(cn *conn, raw json.RawMessage) {
 		if f, err := encodeRequest(0, wire.MethodEventsUnsubscribe, wire.UnsubscribeParams{Subscription: res.Subscription}); err == nil {
 			select {
 			case cn.out <- &call{method: wire.MethodEventsUnsubscribe, notify: true, frame: f}:
+				cn.kick()
 			default:
 			}
 		}
