@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nextstate-rl/nextstate/gym"
+	"github.com/nextstate-rl/nextstate/gym/gymtest"
 )
 
 func TestCreateErrors(t *testing.T) {
@@ -882,5 +883,63 @@ func TestConfigurerPerManager(t *testing.T) {
 	m1.Shutdown(ctx)
 	if i1.shutdowns() != 1 || i2.shutdowns() != 1 {
 		t.Errorf("after both Shutdowns: Instances shut down %d and %d times, want once each", i1.shutdowns(), i2.shutdowns())
+	}
+}
+
+// TestStepLogOlderIDs: a retry of a step id older than the answers a
+// session keeps whole is answered as the step was, from the record when
+// the Recorder reads steps back and from memory when it does not; reusing
+// it for another action is refused; an old refused id is refused again
+// without a second record, and is free for another action.
+func TestStepLogOlderIDs(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		reader bool
+	}{{"reader", true}, {"no-reader", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := &gymtest.Memory{}
+			var rec gym.Recorder = mem
+			if !tc.reader {
+				rec = gym.RecorderFunc(mem.Append) // no StepEvent
+			}
+			m, _ := newManager(t, gym.Config{Recorder: rec})
+			s := create(t, m, gym.CreateRequest{Env: "echo-v1"})
+			ctx := t.Context()
+			_, refused := s.Step(ctx, "bad", gym.Action{})
+			var ae *gym.ActionError
+			if !errors.As(refused, &ae) {
+				t.Fatalf("an empty action: %v, want an ActionError", refused)
+			}
+			answers := map[string]gym.StepResult{}
+			for i := range 20 {
+				id := fmt.Sprint("s", i)
+				res, err := s.Step(ctx, id, gym.TextAction(id))
+				if err != nil {
+					t.Fatal(err)
+				}
+				answers[id] = res
+			}
+			recorded := len(mem.Session(s.ID))
+			for _, id := range []string{"s0", "s10", "s19"} {
+				again, err := s.Step(ctx, id, gym.TextAction(id))
+				want := answers[id]
+				if err != nil || !again.Replayed || again.Seq != want.Seq || again.Step != want.Step ||
+					again.Observation.Text() != want.Observation.Text() || again.StepID != id {
+					t.Errorf("retry of %s: %+v, %v; want the answer %+v replayed", id, again, err, want)
+				}
+				if _, err := s.Step(ctx, id, gym.TextAction("other")); !errors.Is(err, gym.ErrStepIDReused) {
+					t.Errorf("reuse of %s: %v, want gym.ErrStepIDReused", id, err)
+				}
+			}
+			if _, err := s.Step(ctx, "bad", gym.Action{}); err == nil || err.Error() != refused.Error() {
+				t.Errorf("retry of the refused step: %v, want %v", err, refused)
+			}
+			if n := len(mem.Session(s.ID)); n != recorded {
+				t.Errorf("%d events after the retries, want %d: nothing recorded again", n, recorded)
+			}
+			if res, err := s.Step(ctx, "bad", gym.TextAction("good")); err != nil || res.Replayed || res.Step != 21 {
+				t.Errorf("a valid action under the old refused id: %+v, %v; want step 21, run", res, err)
+			}
+		})
 	}
 }

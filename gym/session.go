@@ -69,39 +69,6 @@ type ResetResult struct {
 	Seq         int64       `json:"seq"`
 }
 
-// stepLog remembers recent step ids and their answers so a retried step is
-// answered from the record. It keeps the last stepLogSize ids.
-type stepLog struct {
-	byID  map[string]*loggedStep
-	order []string
-}
-
-type loggedStep struct {
-	sum [32]byte
-	res StepResult
-	err error // a refused action's refusal: its retry is answered with it, not recorded again
-}
-
-const stepLogSize = 4096
-
-func (l *stepLog) get(id string) *loggedStep { return l.byID[id] }
-
-func (l *stepLog) put(id string, s *loggedStep) {
-	if l.byID == nil {
-		l.byID = make(map[string]*loggedStep)
-	}
-	if _, ok := l.byID[id]; ok { // a refused action's id, now taken by another action
-		l.byID[id] = s
-		return
-	}
-	if len(l.order) >= stepLogSize {
-		delete(l.byID, l.order[0])
-		l.order = l.order[1:]
-	}
-	l.byID[id] = s
-	l.order = append(l.order, id)
-}
-
 // Task returns the task of the current episode.
 func (s *Session) Task() *Task {
 	s.mu.Lock()
@@ -199,18 +166,8 @@ func (s *Session) StepTurn(ctx context.Context, stepID string, action Action, tu
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if stepID != "" {
-		// A refused action does not use up its step id: only its retry
-		// (the same action) is answered from the log.
-		if l := s.steps.get(stepID); l != nil && (l.err == nil || l.sum == sum) {
-			if l.sum != sum {
-				return StepResult{}, fmt.Errorf("%w: %q", ErrStepIDReused, stepID)
-			}
-			if l.err != nil {
-				return StepResult{}, l.err
-			}
-			r := l.res
-			r.Replayed = true
-			return r, nil
+		if res, err, ok := s.replay(ctx, stepID, sum, action); ok {
+			return res, err
 		}
 	}
 	if s.closed {
@@ -243,7 +200,7 @@ func (s *Session) StepTurn(ctx context.Context, stepID string, action Action, tu
 	// sees only the reward.
 	res.Info = ev.Public().Info
 	if stepID != "" {
-		s.steps.put(stepID, &loggedStep{sum: sum, res: res})
+		s.steps.put(s.m.stepLogKeep(), stepID, &loggedStep{sum: sum, res: res})
 	}
 	if closeAfter {
 		s.closeLocked(context.WithoutCancel(ctx), CloseInfra, res.Failure)
@@ -299,7 +256,7 @@ func (s *Session) refuse(ctx context.Context, stepID string, sum [32]byte, actio
 	}
 	s.refused++
 	if stepID != "" {
-		s.steps.put(stepID, &loggedStep{sum: sum, err: refusal})
+		s.steps.put(s.m.stepLogKeep(), stepID, &loggedStep{sum: sum, err: refusal})
 	}
 	return refusal
 }

@@ -316,17 +316,7 @@ func (s *Server) replayStep(ctx context.Context, p wire.StepParams, orig *wire.E
 	if !bytes.Equal(a, b) {
 		return nil, wire.FromError(fmt.Errorf("%w: %q", gym.ErrStepIDReused, p.StepID))
 	}
-	pub := ev.Public() // the answer goes to the agent
-	res := gym.StepResult{Session: pub.Session, Episode: pub.Episode, Step: pub.Step, StepID: pub.StepID, Seq: pub.Seq,
-		Failure: pub.Failure, Replayed: true}
-	res.Terminated, res.Truncated, res.Info = pub.Terminated, pub.Truncated, pub.Info
-	if pub.Observation != nil {
-		res.Observation = *pub.Observation
-	}
-	if pub.Reward != nil {
-		res.Reward = *pub.Reward
-	}
-	return res, nil
+	return ev.StepResult(), nil // the public form: the answer goes to the agent
 }
 
 func (s *Server) session(id string) (*gym.Session, *wire.Error) {

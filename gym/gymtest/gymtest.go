@@ -77,8 +77,9 @@ type Case struct {
 }
 
 // Memory is a gym.Recorder that keeps every event, for tests. It numbers
-// events from 1 in the order they arrive. The zero value is ready to use,
-// and it is safe for concurrent use.
+// events from 1 in the order they arrive. It reads steps back
+// (gym.StepReader), as the store does. The zero value is ready to use, and
+// it is safe for concurrent use.
 type Memory struct {
 	mu     sync.Mutex
 	events []gym.Event
@@ -91,6 +92,19 @@ func (m *Memory) Append(_ context.Context, ev *gym.Event) error {
 	ev.Seq = int64(len(m.events) + 1)
 	m.events = append(m.events, *ev)
 	return nil
+}
+
+// StepEvent returns the latest step event of session recorded under
+// stepID, as the store's does.
+func (m *Memory) StepEvent(_ context.Context, session, stepID string) (*gym.Event, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := len(m.events) - 1; i >= 0; i-- {
+		if ev := m.events[i]; ev.Type == gym.EventStep && ev.Session == session && ev.StepID == stepID {
+			return &ev, true, nil
+		}
+	}
+	return nil, false, nil
 }
 
 // Events returns the events recorded so far, in order.
