@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -157,8 +158,19 @@ func (c *Client) readLoop(cn *conn) {
 		}
 		return err
 	})
+	// One buffer for every message: dispatch copies what it keeps. One
+	// grown past 64 KiB (a large observation) is not kept for the next.
+	var buf bytes.Buffer
 	for {
-		_, data, err := ws.ReadMessage()
+		if buf.Cap() > 64<<10 {
+			buf = bytes.Buffer{}
+		}
+		buf.Reset()
+		_, r, err := ws.NextReader()
+		if err == nil {
+			_, err = buf.ReadFrom(r)
+		}
+		data := buf.Bytes()
 		if err != nil {
 			if errors.Is(err, websocket.ErrReadLimit) {
 				c.log.Error("nextstate client: a message from the server is over the read limit; raise WithMaxFrame",

@@ -25,6 +25,10 @@
 // lists "tools", else default), the instruction, the earlier turns and the
 // screens before and after; the episode ends at its terminating or
 // truncating step, at its session's close, at the next reset, or at Close.
+// Until then the follower keeps its steps as their JSON, as the commit
+// hook handed them (no pointers for the garbage collector to trace:
+// 10,000 open episodes cost it nothing), and decodes them when the samples
+// are built.
 // The judges' results are appended to the Store as reward events, keyed by
 // the step ids (Source judge:prm), in batches that share commits. Once an
 // episode's outcome and all its judges are in (a Tracker), its samples are
@@ -34,7 +38,7 @@
 // there, by offset. Wired without a server:
 //
 //	var f *rl.Follower
-//	st, err := store.Open(dir, store.Options{OnCommit: func(evs []*gym.Event, _ []string) { f.Publish(evs) }})
+//	st, err := store.Open(dir, store.Options{OnCommit: func(evs []*gym.Event, bodies []string) { f.Publish(evs, bodies) }})
 //	f, err = rl.NewFollower(rl.FollowerConfig{Store: st,
 //		Judge: rl.JudgeConfig{Endpoint: "http://localhost:8000/v1", Model: "Qwen/Qwen3-8B"}})
 //	f.Start(st.LastSeq())                            // follow what is committed from now on

@@ -1,22 +1,48 @@
 package rl
 
-import "github.com/nextstate-rl/nextstate/gym"
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/nextstate-rl/nextstate/gym"
+)
 
 // episode is what the worker keeps of an episode until it is complete.
 type episode struct {
 	key            TrajectoryKey
 	run, env, task string
-	prompt         string       // the judge's prompt kind
-	instruction    string       // from the reset event
-	tooLong        bool         // over maxSteps: steps dropped, no samples
-	resetText      string       // the first observation, as text
-	steps          []*gym.Event // the step and step.refused events, in order
-	history        []Turn       // the judge's view of the steps so far
-	lastImage      *gym.Blob    // the latest screen, the next step's "before"
+	prompt         string     // the judge's prompt kind
+	instruction    string     // from the reset event
+	tooLong        bool       // over maxSteps: steps dropped, no samples
+	resetText      string     // the first observation, as text
+	steps          []keptStep // the step and step.refused events, in order
+	history        []Turn     // the judge's view of the steps so far
+	lastImage      *gym.Blob  // the latest screen, the next step's "before"
 }
 
-// handle follows one committed event.
-func (g *Follower) handle(ev *gym.Event) {
+// keptStep is a step of an open episode as the follower keeps it: its
+// JSON as stored (with seq 0, as the store encodes it) and its seq.
+type keptStep struct {
+	seq  int64
+	body string
+}
+
+// events decodes an episode's steps.
+func (ep *episode) events() ([]*gym.Event, error) {
+	out := make([]*gym.Event, len(ep.steps))
+	for i, k := range ep.steps {
+		ev := new(gym.Event)
+		if err := json.Unmarshal([]byte(k.body), ev); err != nil {
+			return nil, fmt.Errorf("decoding step event %d: %w", k.seq, err)
+		}
+		ev.Seq = k.seq
+		out[i] = ev
+	}
+	return out, nil
+}
+
+// handle follows one committed event; body is its JSON as stored, or "".
+func (g *Follower) handle(ev *gym.Event, body string) {
 	if ev.Seq <= g.cursor {
 		return
 	}
@@ -44,7 +70,7 @@ func (g *Follower) handle(ev *gym.Event) {
 			ep = g.open(ev)
 			ep.prompt = promptKind(ev.Env, nil)
 		}
-		g.step(ep, ev)
+		g.step(ep, ev, body)
 		if ev.Type == gym.EventStep && (ev.Terminated || ev.Truncated) {
 			g.end(ep, OutcomeOf(ev))
 		}
@@ -74,9 +100,10 @@ func promptKind(env string, resetInfo gym.Info) string {
 	return KindDefault
 }
 
-// step records a step and submits it to the judge. A refused action is
-// not judged: the gym's refusal is its verdict (RefusedProcess).
-func (g *Follower) step(ep *episode, ev *gym.Event) {
+// step records a step (its JSON: body, or encoded here) and submits it to
+// the judge. A refused action is not judged: the gym's refusal is its
+// verdict (RefusedProcess).
+func (g *Follower) step(ep *episode, ev *gym.Event, body string) {
 	if ep.tooLong {
 		return
 	}
@@ -86,7 +113,17 @@ func (g *Follower) step(ep *episode, ev *gym.Event) {
 		ep.tooLong, ep.steps, ep.history, ep.lastImage = true, nil, nil, nil
 		return
 	}
-	ep.steps = append(ep.steps, ev)
+	if body == "" {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			g.log.Error("signals: encoding a step event; its episode gives no samples", "session", ep.key.Session,
+				"episode", ep.key.Episode, "seq", ev.Seq, "err", err)
+			ep.tooLong, ep.steps, ep.history, ep.lastImage = true, nil, nil, nil
+			return
+		}
+		body = string(b)
+	}
+	ep.steps = append(ep.steps, keptStep{seq: ev.Seq, body: body})
 	if !g.judgesEpisode(ep) {
 		return // texts are made when the samples are, if at all
 	}

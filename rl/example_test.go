@@ -24,7 +24,7 @@ func Example_follower() {
 	defer os.RemoveAll(dir)
 
 	var f *rl.Follower
-	st, err := store.Open(dir, store.Options{OnCommit: func(evs []*gym.Event, _ []string) { f.Publish(evs) }})
+	st, err := store.Open(dir, store.Options{OnCommit: func(evs []*gym.Event, bodies []string) { f.Publish(evs, bodies) }})
 	if err != nil {
 		log.Fatal(err)
 	}

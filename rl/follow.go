@@ -110,7 +110,7 @@ type Follower struct {
 	onTrajectory func(status string, samples int)
 
 	mu      sync.Mutex
-	buf     []*gym.Event    // committed events for the worker, in seq order
+	buf     []committed     // committed events for the worker, in seq order
 	lost    bool            // buf overflowed: read what follows from the store
 	busy    bool            // the worker is processing a batch
 	stopped bool            // the worker is gone: drop everything
@@ -228,14 +228,18 @@ func (g *Follower) blob(_ context.Context, ref string) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(rc, 64<<20))
 }
 
-// Publish hands the follower committed events, in seq order: the store's
-// commit hook calls it after each commit. It queues the events the
-// follower follows and returns at once; past Backlog the follower reads
-// them back from the Store instead.
-func (g *Follower) Publish(evs []*gym.Event) {
+// Publish hands the follower committed events, in seq order, with their
+// JSON as the store encoded it (bodies[i] is evs[i]'s; store.Options'
+// OnCommit gives both, in this order). It queues the events
+// the follower follows and returns at once; past Backlog the follower
+// reads them back from the Store instead. bodies may be nil: the follower
+// then encodes the steps it keeps. It keeps an open episode's steps as
+// their JSON, which the garbage collector does not trace, and decodes
+// them when the episode's samples are built.
+func (g *Follower) Publish(evs []*gym.Event, bodies []string) {
 	g.mu.Lock()
 	queued := false
-	for _, ev := range evs {
+	for i, ev := range evs {
 		switch ev.Type {
 		case gym.EventReset, gym.EventStep, gym.EventRefused, gym.EventSessionClosed:
 		default:
@@ -248,7 +252,11 @@ func (g *Follower) Publish(evs []*gym.Event) {
 			g.lost = true // the worker reads the rest back from the store
 			break
 		}
-		g.buf = append(g.buf, ev)
+		c := committed{ev: ev}
+		if i < len(bodies) {
+			c.body = bodies[i]
+		}
+		g.buf = append(g.buf, c)
 		queued = true
 	}
 	lost := g.lost
@@ -261,10 +269,17 @@ func (g *Follower) Publish(evs []*gym.Event) {
 	}
 }
 
+// committed is a committed event and its JSON as stored ("" when not
+// given).
+type committed struct {
+	ev   *gym.Event
+	body string
+}
+
 // run is the worker: it handles committed events in seq order until Close.
 func (g *Follower) run() {
 	defer close(g.done)
-	var spare []*gym.Event // the buffer handed back to Publish, reused
+	var spare []committed // the buffer handed back to Publish, reused
 	for {
 		g.mu.Lock()
 		if gate := g.gate; gate != nil {
@@ -297,8 +312,8 @@ func (g *Follower) run() {
 				return
 			}
 		}
-		for _, ev := range evs {
-			g.handle(ev)
+		for _, c := range evs {
+			g.handle(c.ev, c.body)
 		}
 		if lost {
 			g.catchUp()
@@ -314,7 +329,7 @@ func (g *Follower) run() {
 func (g *Follower) catchUp() {
 	g.catchUps.Add(1)
 	err := g.st.ScanAfter(context.Background(), g.cursor, followedTypes, func(ev *gym.Event) error {
-		g.handle(ev)
+		g.handle(ev, "")
 		return nil
 	})
 	if err != nil {

@@ -24,7 +24,7 @@ func BenchmarkFollower(b *testing.B) {
 	for _, judge := range []string{"none", "instant"} {
 		b.Run("judge="+judge, func(b *testing.B) {
 			var f *Follower
-			st, err := store.Open(b.TempDir(), store.Options{OnCommit: func(evs []*gym.Event, _ []string) { f.Publish(evs) }})
+			st, err := store.Open(b.TempDir(), store.Options{OnCommit: func(evs []*gym.Event, bodies []string) { f.Publish(evs, bodies) }})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -46,7 +46,7 @@ func BenchmarkFollower(b *testing.B) {
 				for f.Backlog() > defaultFollowBacklog/2 {
 					time.Sleep(100 * time.Microsecond) // the benchmark's events are not in the store to read back
 				}
-				f.Publish(benchEpisode(fmt.Sprint("s", i), steps, &seq))
+				f.Publish(benchEpisode(fmt.Sprint("s", i), steps, &seq), nil)
 			}
 			if err := f.Close(context.Background()); err != nil {
 				b.Fatal(err)

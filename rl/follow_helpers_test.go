@@ -184,7 +184,7 @@ func startFollower(tb testing.TB, edits ...func(*FollowerConfig)) *following {
 	for _, e := range edits {
 		e(&cfg)
 	}
-	st, err := store.Open(tb.TempDir(), store.Options{OnCommit: func(evs []*gym.Event, _ []string) { h.f.Publish(evs) }})
+	st, err := store.Open(tb.TempDir(), store.Options{OnCommit: func(evs []*gym.Event, bodies []string) { h.f.Publish(evs, bodies) }})
 	if err != nil {
 		tb.Fatal(err)
 	}

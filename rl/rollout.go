@@ -31,7 +31,14 @@ func (g *Follower) complete(st *TrajectoryState) {
 		}
 		return // an episode with no step (or too many) has nothing to train on
 	}
-	turns := policyTurns(ep)
+	steps, err := ep.events()
+	if err != nil {
+		g.log.Error("signals: building the samples of a trajectory", "session", ep.key.Session, "episode", ep.key.Episode,
+			"task", ep.task, "err", err)
+		g.trajectory("error", 0)
+		return
+	}
+	turns := policyTurns(ep, steps)
 	ApplyJudgements(turns, st)
 	mix, ok := g.suiteMix[ep.task]
 	if !ok {
@@ -82,9 +89,9 @@ func (g *Follower) trajectory(status string, samples int) {
 // first observation, then the earlier actions (assistant) and next states
 // (user), at most textContextSteps of them; a response it does not give is
 // the action's text.
-func policyTurns(ep *episode) []PolicyTurn {
-	turns := make([]PolicyTurn, len(ep.steps))
-	for i, ev := range ep.steps {
+func policyTurns(ep *episode, steps []*gym.Event) []PolicyTurn {
+	turns := make([]PolicyTurn, len(steps))
+	for i, ev := range steps {
 		pt := PolicyTurn{Step: ev.Step, StepID: ev.StepID, Failure: ev.Failure}
 		if ev.Type == gym.EventRefused {
 			pt.Refused, pt.Process, pt.Judged = true, RefusedProcess, true
@@ -100,7 +107,7 @@ func policyTurns(ep *episode) []PolicyTurn {
 			}
 		}
 		if len(pt.Messages) == 0 {
-			pt.Messages = textContext(ep, i) // also beside token ids, for readers of the text
+			pt.Messages = textContext(ep, steps, i) // also beside token ids, for readers of the text
 		}
 		if pt.Response == "" && len(pt.ResponseIDs) == 0 {
 			pt.Response = actionResponse(ev)
@@ -127,7 +134,7 @@ func actionResponse(ev *gym.Event) string {
 // instruction with the first observation, then each earlier step's action
 // (assistant) and next state (user), the oldest left out past
 // textContextLimit.
-func textContext(ep *episode, i int) []Message {
+func textContext(ep *episode, steps []*gym.Event, i int) []Message {
 	first := ep.instruction
 	if ep.resetText != "" {
 		if first != "" {
@@ -139,7 +146,7 @@ func textContext(ep *episode, i int) []Message {
 	var shown [][2]string
 	size := 0
 	for j := i - 1; j >= 0 && len(shown) < textContextSteps; j-- {
-		a, o := stepTexts(ep.steps[j])
+		a, o := stepTexts(steps[j])
 		n := utf8.RuneCountInString(a) + utf8.RuneCountInString(o)
 		if size+n > textContextLimit {
 			break

@@ -179,7 +179,7 @@ func New(cfg Config) (*Server, error) {
 	s.broker = newBroker()
 	st, err := store.Open(cfg.DataDir, store.Options{OnCommit: func(evs []*gym.Event, bodies []string) {
 		s.broker.publish(evs, bodies)
-		s.sig.Publish(evs) // set before the first event is recorded
+		s.sig.Publish(evs, bodies) // set before the first event is recorded
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("server: opening the store in %s: %w", cfg.DataDir, err)

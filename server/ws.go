@@ -292,28 +292,56 @@ func (c *conn) reply(id json.RawMessage, res any, werr *wire.Error) {
 	c.send(encodeResponse(id, res, werr), false)
 }
 
-// encodeResponse writes {"jsonrpc":"2.0","id":...,"result"|"error":...}.
+// encodeResponse writes {"jsonrpc":"2.0","id":...,"result"|"error":...}:
+// the result (or error) is encoded into a pooled buffer and the response
+// made in one allocation of its exact size, as it stays queued until
+// written.
 func encodeResponse(id json.RawMessage, res any, werr *wire.Error) []byte {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
-	b := make([]byte, 0, 256)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	if werr == nil {
-		r, err := json.Marshal(res)
-		if err == nil {
-			b = append(b, `,"result":`...)
-			b = append(b, r...)
-			return append(b, '}')
+	e := responseEncoders.Get().(*responseEncoder)
+	defer func() {
+		if e.buf.Cap() <= maxPooledResponse { // a large observation's buffer is not kept
+			responseEncoders.Put(e)
 		}
-		werr = wire.Errorf(wire.CodeInternal, "encoding the result: %v", err)
+	}()
+	e.buf.Reset()
+	key := `,"result":`
+	if werr == nil {
+		if err := e.enc.Encode(res); err != nil {
+			e.buf.Reset()
+			werr = wire.Errorf(wire.CodeInternal, "encoding the result: %v", err)
+		}
 	}
-	e, _ := json.Marshal(werr)
-	b = append(b, `,"error":`...)
-	b = append(b, e...)
+	if werr != nil {
+		key = `,"error":`
+		e.enc.Encode(werr) //nolint:errcheck // a wire.Error always encodes
+	}
+	body := bytes.TrimSuffix(e.buf.Bytes(), []byte("\n")) // Encode's newline
+	const head = `{"jsonrpc":"2.0","id":`
+	b := make([]byte, 0, len(head)+len(id)+len(key)+len(body)+1)
+	b = append(b, head...)
+	b = append(b, id...)
+	b = append(b, key...)
+	b = append(b, body...)
 	return append(b, '}')
 }
+
+// responseEncoder is encodeResponse's buffer and the encoder writing to
+// it; json.Encoder encodes as json.Marshal does, plus a newline.
+type responseEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+const maxPooledResponse = 64 << 10
+
+var responseEncoders = sync.Pool{New: func() any {
+	e := &responseEncoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	return e
+}}
 
 // send queues msg, and starts a flush unless one is running. A droppable message (a subscription
 // event) is refused once the queue passes 3/4 of its cap; any message past

@@ -190,60 +190,86 @@ func (b *wsBench) open(ctx context.Context) ([]*client.Client, []*client.Session
 	return conns, sessions
 }
 
-// step steps every session at once, each as its own goroutine, and returns
-// each session's step latencies and whether all its steps were answered.
+// step steps every session at once and returns each session's step
+// latencies and whether all its steps were answered. Each session is an
+// agent (wsAgent.run): stepping back to back it is a goroutine; with --think
+// it is a timer between steps, and a goroutine only while it steps, as an
+// agent process would hold no thread of this one while it thinks. 10,000
+// agents then cost the benchmark's own garbage collector 10,000 timers,
+// not 10,000 parked goroutines to scan every cycle, and what is measured
+// is the server and the client library.
 func (b *wsBench) step(ctx context.Context, sessions []*client.Session) ([][]time.Duration, []bool) {
 	lat := make([][]time.Duration, len(sessions))
 	ok := make([]bool, len(sessions))
+	agents := make([]*wsAgent, len(sessions))
 	action := gym.TextAction(b.f.text)
 	var wg sync.WaitGroup
 	for i, s := range sessions {
 		if s == nil {
 			continue
 		}
-		wg.Go(func() { lat[i], ok[i] = b.stepSession(ctx, s, i, action) })
+		a := &wsAgent{b: b, ctx: ctx, s: s, action: action, wg: &wg, ok: true,
+			lat: make([]time.Duration, 0, b.f.steps), rng: rand.New(rand.NewPCG(uint64(i), 7))}
+		agents[i] = a
+		wg.Add(1)
+		if b.f.think > 0 {
+			// Agents are not in lockstep: the first step comes after a
+			// random part of one think time.
+			time.AfterFunc(time.Duration(a.rng.Int64N(int64(b.f.think))), a.run)
+		} else {
+			go a.run()
+		}
 	}
 	wg.Wait()
+	for i, a := range agents {
+		if a != nil {
+			lat[i], ok[i] = a.lat, a.ok
+		}
+	}
 	return lat, ok
 }
 
-// stepSession steps session i --steps times (fewer if its episode ends),
-// pausing between steps with --think, and returns the latencies of the
-// steps answered and whether every step was.
-func (b *wsBench) stepSession(ctx context.Context, s *client.Session, i int, action gym.Action) ([]time.Duration, bool) {
-	think := b.f.think
-	l := make([]time.Duration, 0, b.f.steps)
-	// Agents are not in lockstep: with --think the first step comes after a
-	// random part of one think time, and each pause is drawn uniformly from
-	// [think/2, 3*think/2].
-	rng := rand.New(rand.NewPCG(uint64(i), 7))
-	for n := range b.f.steps {
-		if think > 0 {
-			d := time.Duration(rng.Int64N(int64(think)))
-			if n > 0 {
-				d += think / 2
-			}
-			t := time.NewTimer(d)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-			}
-		}
+// wsAgent steps one session --steps times (fewer if its episode ends),
+// pausing between steps with --think: each pause is drawn uniformly from
+// [think/2, 3*think/2].
+type wsAgent struct {
+	b      *wsBench
+	ctx    context.Context
+	s      *client.Session
+	action gym.Action
+	rng    *rand.Rand
+	wg     *sync.WaitGroup // Done when the agent is
+
+	n   int             // steps taken
+	lat []time.Duration // the latencies of the steps answered
+	ok  bool            // every step was answered
+}
+
+// run takes the next step, and then the ones after it until the agent
+// must think: then it sets a timer to run again and returns.
+func (a *wsAgent) run() {
+	for {
 		t0 := time.Now()
-		res, err := s.Step(ctx, action)
+		res, err := a.s.Step(a.ctx, a.action)
 		if err != nil {
-			b.stepErrs.Add(1)
-			b.noteErr(err)
-			return l, false
+			a.b.stepErrs.Add(1)
+			a.b.noteErr(err)
+			a.ok = false
+			a.wg.Done()
+			return
 		}
-		l = append(l, time.Since(t0))
-		b.steps.Add(1)
-		if res.Terminated || res.Truncated {
-			break
+		a.lat = append(a.lat, time.Since(t0))
+		a.b.steps.Add(1)
+		a.n++
+		if a.n == a.b.f.steps || res.Terminated || res.Truncated {
+			a.wg.Done()
+			return
+		}
+		if think := a.b.f.think; think > 0 {
+			time.AfterFunc(think/2+time.Duration(a.rng.Int64N(int64(think))), a.run)
+			return
 		}
 	}
-	return l, true
 }
 
 // close closes the sessions, at most --dial-concurrency at once, then the

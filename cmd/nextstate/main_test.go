@@ -142,7 +142,20 @@ func TestBenchWS(t *testing.T) {
 	if rep.LatencyMS.P50 <= 0 || rep.LatencyMS.P99 < rep.LatencyMS.P50 || rep.StepsPerSecond <= 0 {
 		t.Errorf("latency %+v, %v steps/s: not measured", rep.LatencyMS, rep.StepsPerSecond)
 	}
-	// Every session was closed after the run.
+	// Paced: each session is a timer between its steps.
+	out, err = run(t, "bench", "ws", "--addr", "ws://"+ln.Addr().String(), "--sessions", "30",
+		"--steps", "4", "--think", "2ms", "--json")
+	if err != nil {
+		t.Fatalf("bench --think: %v\n%s", err, out)
+	}
+	rep = BenchReport{}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.SessionsOK != 30 || rep.Steps != 120 || rep.StepErrors != 0 || rep.Conns != 30 {
+		t.Errorf("paced report %+v, want 30 sessions over 30 connections, 120 steps, no errors", rep)
+	}
+	// Every session was closed after the runs.
 	if n := srv.Manager().Len(); n != 0 {
 		t.Errorf("%d sessions left open", n)
 	}
