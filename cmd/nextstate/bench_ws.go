@@ -26,6 +26,7 @@ type benchWSFlags struct {
 	memProfile                   string
 	think                        time.Duration
 	sessions, steps, conns, dial int
+	gcPercent                    int
 	timeout                      time.Duration
 	asJSON                       bool
 }
@@ -80,6 +81,7 @@ own file-descriptor limit, as they would on two machines.`,
 	fl.StringVar(&f.memProfile, "mem-profile", "", "write the benchmark client's heap profile, taken after the steps with every session still open, to this file")
 	fl.StringVar(&f.serverProfile, "server-cpu-profile", "", "with no --addr: write the server's CPU profile to this file")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
+	fl.IntVar(&f.gcPercent, "gc-percent", defaultGCPercent, gcPercentUsage+"; a child server gets serve's default")
 	return c
 }
 
@@ -91,6 +93,9 @@ func runBenchWS(ctx context.Context, out io.Writer, f benchWSFlags) error {
 	}
 	if f.conns <= 0 || f.conns > f.sessions {
 		f.conns = f.sessions
+	}
+	if err := setGCPercent(f.gcPercent); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()

@@ -220,6 +220,18 @@ func TestServeRefusesOpenAddressWithoutToken(t *testing.T) {
 	}
 }
 
+func TestGCPercentRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "--data", t.TempDir(), "--gc-percent", "0"},
+		{"bench", "ws", "--addr", "ws://127.0.0.1:1", "--gc-percent", "-5"},
+	} {
+		_, err := run(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "want a percent above 0, or -1 to turn the collector off") {
+			t.Errorf("%v: %v, want a refusal saying what is accepted", args, err)
+		}
+	}
+}
+
 func TestEnvsAndVersion(t *testing.T) {
 	out, err := run(t, "envs", "--json")
 	if err != nil || !strings.Contains(out, `"guess-v1"`) || !strings.Contains(out, `"echo-v1"`) {

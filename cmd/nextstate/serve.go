@@ -29,7 +29,7 @@ type serveFlags struct {
 	readyFile, cpuProfile           string
 	suites, settings, dockerHosts   []string
 	sandbox, baseImage, miniwobDir  string
-	maxSessions                     int
+	maxSessions, gcPercent          int
 	idleTTL, drain                  time.Duration
 	maxSteps                        int
 	stepTimeout, episodeTimeout     time.Duration
@@ -88,6 +88,7 @@ flushed and every env is closed, within --drain.`,
 	fl.StringVar(&f.readyFile, "ready-file", "", "write the bound address (host:port) to this file once listening")
 	f.proxy.register(fl)
 	fl.StringVar(&f.cpuProfile, "cpu-profile", "", "write a CPU profile of the whole run to this file (for go tool pprof)")
+	fl.IntVar(&f.gcPercent, "gc-percent", defaultGCPercent, gcPercentUsage)
 	f.judge.register(fl, "mix")
 	return c
 }
@@ -164,6 +165,9 @@ func runServe(ctx context.Context, f serveFlags) error {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	if err := setGCPercent(f.gcPercent); err != nil {
+		return err
+	}
 	if f.cpuProfile != "" {
 		pf, err := os.Create(f.cpuProfile)
 		if err != nil {
