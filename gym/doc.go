@@ -64,6 +64,9 @@
 // Follower) needs nothing but events. A Recorder
 // (the server's store) assigns each a global, increasing Seq and makes it
 // durable before Append returns, so an acknowledged step survives a crash.
+// A Recorder that can read a step back (StepReader, as the store can) lets
+// a session keep only its last few answers in memory: the retry of an
+// older step id is answered from the record (Event.StepResult).
 // Rewards that arrive later (a judge's vote) are EventReward events keyed by
 // the step's id, added with Manager.AddReward. The record keeps the
 // verifier's details (a verified step's Info "verifier", a verifier reward
