@@ -343,10 +343,10 @@ var responseEncoders = sync.Pool{New: func() any {
 	return e
 }}
 
-// send queues msg, and starts a flush unless one is running. A droppable message (a subscription
-// event) is refused once the queue passes 3/4 of its cap; any message past
-// the cap closes the connection as a slow consumer. It reports whether msg
-// was queued.
+// send queues msg, and starts a flush unless one is running. A droppable
+// message (a subscription event) is refused once the queue passes 3/4 of
+// its cap; any message past the cap closes the connection as a slow
+// consumer. It reports whether msg was queued.
 func (c *conn) send(msg []byte, droppable bool) bool {
 	limit := c.s.cfg.OutboundBytes
 	c.mu.Lock()
