@@ -752,6 +752,10 @@ func init() { gym.Register(theConfKind) }
 // TestConfigurer: Configure runs once it succeeds (a failure is an infra
 // error and is retried), with the manager's settings; Shutdown runs once.
 func TestConfigurer(t *testing.T) {
+	k := theConfKind
+	k.mu.Lock() // the kind is registered once: its counts start over with each run (-count)
+	k.configured, k.shutdown, k.seenSetting = 0, 0, ""
+	k.mu.Unlock()
 	m := gym.NewManager(gym.Config{Settings: gym.Settings{"sandbox": "bwrap"}})
 	_, _, err := m.Create(t.Context(), gym.CreateRequest{Env: "gymtest-conf-v1"})
 	if f := gym.FailureOf(err); f == nil || f.Fault != gym.FaultInfra || !strings.Contains(err.Error(), "backend not ready") {
@@ -766,7 +770,6 @@ func TestConfigurer(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Shutdown(t.Context())
-	k := theConfKind
 	if k.configured != 2 || k.shutdown != 1 || k.seenSetting != "bwrap" {
 		t.Errorf("configured %d times, shut down %d times, setting %q; want 2, 1, bwrap", k.configured, k.shutdown, k.seenSetting)
 	}
