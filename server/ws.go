@@ -369,7 +369,7 @@ func (c *conn) send(msg []byte, droppable bool) bool {
 	c.flushing = true
 	c.mu.Unlock()
 	if start {
-		c.s.pool.run(c.flush)
+		c.run(c.flush)
 	}
 	return true
 }
@@ -456,7 +456,7 @@ func (c *conn) close(reason string) {
 	c.mu.Unlock()
 	close(c.gone)
 	if start {
-		c.s.pool.run(c.flush) // writes what is queued, a close frame, and closes the socket
+		c.run(c.flush) // writes what is queued, a close frame, and closes the socket
 	}
 	for _, sub := range subs {
 		c.s.broker.remove(sub)

@@ -78,23 +78,7 @@ func TestServeModel(t *testing.T) {
 	go func() {
 		errc <- runServeModel(ctx, serveModelFlags{model: dir, addr: "127.0.0.1:0", name: "tiny", readyFile: ready, maxBatch: 4, maxQueue: 8, drain: 5 * time.Second})
 	}()
-	var addr string
-	deadline := time.Now().Add(20 * time.Second)
-	for addr == "" {
-		b, err := os.ReadFile(ready)
-		if err == nil {
-			addr = strings.TrimSpace(string(b))
-			break
-		}
-		select {
-		case err := <-errc:
-			t.Fatalf("serve-model exited: %v", err)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("serve-model not ready")
-		}
-	}
+	addr := waitReady(t, ready, errc)
 	body := `{"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_tokens":5,"seed":7,"logprobs":true}`
 	resp, err := http.Post("http://"+addr+"/v1/chat/completions", "application/json", bytes.NewReader([]byte(body)))
 	if err != nil {

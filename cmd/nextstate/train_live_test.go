@@ -52,21 +52,7 @@ func TestTrainProxyPerUser(t *testing.T) {
 			live: liveFlags{listen: "127.0.0.1:0", readyFile: ready, batch: 3, flushAfter: time.Second, allowUsers: "ann,bob", perUser: true}}
 		done <- runTrainProxy(ctx, &stdout, os.Stderr, f)
 	}()
-	var addr string
-	for deadline := time.Now().Add(time.Minute); addr == ""; {
-		if b, err := os.ReadFile(ready); err == nil && len(b) > 0 {
-			addr = strings.TrimSpace(string(b))
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("train --proxy ended: %v", err)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("train --proxy did not start")
-		}
-	}
+	addr := waitReady(t, ready, done)
 	var sim bytes.Buffer
 	err := runSimulate(ctx, &sim, simulateFlags{url: "http://" + addr + "/v1", status: "http://" + addr + "/v1/live",
 		users: []string{"ann=lowercase", "bob=short"}, sessions: 2, turns: 3, maxTokens: 8, temperature: 1, requery: 0.3, seed: 1,
